@@ -1,0 +1,349 @@
+//! [`Error`], and [`Attempts`]: what each node answered when a lock was not acquired.
+
+use std::fmt;
+
+/// A `Result` whose error is this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, as a value the caller can match on.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use redquorum::{Error, Redlock};
+///
+/// # async fn run() {
+/// let redlock = Redlock::new(["redis://127.0.0.1:7001/"]).unwrap();
+/// match redlock.try_lock("", Duration::from_secs(1)).await {
+///     Err(Error::InvalidArgument(why)) => assert!(why.contains("empty")),
+///     other => panic!("{other:?}"),
+/// }
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(thiserror::Error, Debug)]
+pub enum Error {
+    /// The nodes or the [`Config`](crate::Config) given at construction are
+    /// unusable (no nodes, a bad URL, the same node twice, a quorum out of
+    /// range, a drift factor out of range...). The message names the value.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// An argument of a call is unusable (empty resource name, a TTL of zero,
+    /// not above the drift allowance, or too large). The message names it.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// No quorum was reached after every attempt. [`Attempts`] holds what each
+    /// node answered in the last attempt and tells contention from
+    /// unavailability.
+    #[error("{0}")]
+    NotAcquired(Box<Attempts>),
+    /// The lock's validity ran out, or a quorum of nodes no longer holds our
+    /// value: it may already belong to someone else.
+    #[error("the lock expired: its validity ran out or a quorum no longer holds it")]
+    Expired,
+    /// The lock was lost while held (an extension could not reach a quorum
+    /// before the validity ran out).
+    #[error("the lock was lost: it could not be kept on a quorum of nodes")]
+    Lost,
+    /// A node error that is the whole story.
+    #[error("redis error: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+/// What one node answered in one attempt.
+///
+/// # Examples
+///
+/// ```
+/// use redquorum::NodeOutcome;
+///
+/// let outcome = NodeOutcome::Held;
+/// assert!(!outcome.is_success());
+/// assert!(!outcome.is_unavailable());
+/// assert_eq!(outcome.to_string(), "held by another owner");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeOutcome {
+    /// The node granted the request (lock set, extended or released).
+    Acquired,
+    /// The key holds another owner's value (or is missing, for extend/release).
+    Held,
+    /// No answer within the node timeout.
+    TimedOut,
+    /// A connection or server error, with its text.
+    Failed(String),
+    /// The attempt was decided before this node answered.
+    Pending,
+}
+
+impl NodeOutcome {
+    /// True when the node granted the request.
+    ///
+    /// ```
+    /// assert!(redquorum::NodeOutcome::Acquired.is_success());
+    /// ```
+    pub fn is_success(&self) -> bool {
+        matches!(self, NodeOutcome::Acquired)
+    }
+
+    /// True when the node could not be used (timeout or error), as opposed
+    /// to answering that someone else holds the lock.
+    ///
+    /// ```
+    /// assert!(redquorum::NodeOutcome::TimedOut.is_unavailable());
+    /// ```
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, NodeOutcome::TimedOut | NodeOutcome::Failed(_))
+    }
+}
+
+impl fmt::Display for NodeOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeOutcome::Acquired => f.write_str("acquired"),
+            NodeOutcome::Held => f.write_str("held by another owner"),
+            NodeOutcome::TimedOut => f.write_str("timed out"),
+            NodeOutcome::Failed(why) => write!(f, "error: {why}"),
+            NodeOutcome::Pending => f.write_str("no answer yet"),
+        }
+    }
+}
+
+/// One node's answer: which node, and what it said.
+///
+/// ```
+/// use redquorum::{NodeOutcome, NodeReport};
+///
+/// let report = NodeReport::new("127.0.0.1:7001", NodeOutcome::TimedOut);
+/// assert_eq!(report.node(), "127.0.0.1:7001");
+/// assert_eq!(report.to_string(), "127.0.0.1:7001: timed out");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeReport {
+    node: String,
+    outcome: NodeOutcome,
+}
+
+impl NodeReport {
+    /// A report for `node` (its address, without credentials).
+    pub fn new(node: impl Into<String>, outcome: NodeOutcome) -> Self {
+        NodeReport {
+            node: node.into(),
+            outcome,
+        }
+    }
+
+    /// The node's address, without credentials.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// What the node answered.
+    pub fn outcome(&self) -> &NodeOutcome {
+        &self.outcome
+    }
+}
+
+impl fmt::Display for NodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.node, self.outcome)
+    }
+}
+
+/// Why a lock was not acquired: the per-node answers of the last attempt,
+/// the number of attempts made and the quorum that was needed.
+///
+/// # Examples
+///
+/// ```
+/// use redquorum::{Attempts, NodeOutcome, NodeReport};
+///
+/// let attempts = Attempts::new(
+///     "jobs",
+///     3,
+///     2,
+///     vec![
+///         NodeReport::new("a:6379", NodeOutcome::Held),
+///         NodeReport::new("b:6379", NodeOutcome::Held),
+///         NodeReport::new("c:6379", NodeOutcome::Acquired),
+///     ],
+/// );
+/// assert!(attempts.is_contended());
+/// assert!(!attempts.is_unavailable());
+/// assert_eq!(attempts.attempts(), 3);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempts {
+    resource: String,
+    attempts: u32,
+    quorum: usize,
+    nodes: Vec<NodeReport>,
+    validity_exhausted: bool,
+}
+
+impl Attempts {
+    /// Builds the report of `attempts` attempts on `resource` whose last
+    /// attempt got the answers `nodes`, `quorum` being needed.
+    pub fn new(resource: &str, attempts: u32, quorum: usize, nodes: Vec<NodeReport>) -> Self {
+        Attempts {
+            resource: resource.to_owned(),
+            attempts,
+            quorum,
+            nodes,
+            validity_exhausted: false,
+        }
+    }
+
+    pub(crate) fn with_validity_exhausted(mut self, exhausted: bool) -> Self {
+        self.validity_exhausted = exhausted;
+        self
+    }
+
+    /// The resource that was asked for.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// How many attempts were made.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The number of nodes that had to agree.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// Each node's answer in the last attempt, in the order the nodes were given.
+    pub fn nodes(&self) -> &[NodeReport] {
+        &self.nodes
+    }
+
+    /// Nodes that granted the last attempt.
+    pub fn acquired(&self) -> usize {
+        self.count(NodeOutcome::is_success)
+    }
+
+    /// Nodes that answered that another owner holds the lock.
+    pub fn held(&self) -> usize {
+        self.count(|o| matches!(o, NodeOutcome::Held))
+    }
+
+    /// Nodes that timed out or failed.
+    pub fn unavailable(&self) -> usize {
+        self.count(NodeOutcome::is_unavailable)
+    }
+
+    /// True when another owner holds the lock on at least one node: waiting
+    /// and trying again may help.
+    pub fn is_contended(&self) -> bool {
+        self.held() > 0
+    }
+
+    /// True when so many nodes timed out or failed that a quorum could not
+    /// have been reached even if the lock had been free.
+    pub fn is_unavailable(&self) -> bool {
+        self.nodes.len() - self.unavailable() < self.quorum
+    }
+
+    /// True when a quorum granted the lock but too little validity was left
+    /// (slow nodes used up the TTL), so it was released again.
+    pub fn is_validity_exhausted(&self) -> bool {
+        self.validity_exhausted
+    }
+
+    fn count(&self, pred: impl Fn(&NodeOutcome) -> bool) -> usize {
+        self.nodes.iter().filter(|r| pred(&r.outcome)).count()
+    }
+}
+
+impl fmt::Display for Attempts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "lock {:?} not acquired after {} attempt(s): ",
+            self.resource, self.attempts
+        )?;
+        if self.validity_exhausted {
+            f.write_str("a quorum answered too late, no validity left; ")?;
+        }
+        write!(
+            f,
+            "{} of {} nodes granted, {} needed",
+            self.acquired(),
+            self.nodes.len(),
+            self.quorum
+        )?;
+        let held = self.held();
+        if held > 0 {
+            write!(f, "; {held} held by another owner")?;
+        }
+        let mut sep = "; unavailable: ";
+        for report in self.nodes.iter().filter(|r| r.outcome.is_unavailable()) {
+            write!(f, "{sep}{report}")?;
+            sep = ", ";
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempts(outcomes: &[NodeOutcome]) -> Attempts {
+        let nodes = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, o)| NodeReport::new(format!("n{i}:6379"), o.clone()))
+            .collect();
+        Attempts::new("res", 2, 3, nodes)
+    }
+
+    #[test]
+    fn three_dead_nodes_of_five_is_unavailability_not_contention() {
+        let a = attempts(&[
+            NodeOutcome::Failed("connection refused".into()),
+            NodeOutcome::TimedOut,
+            NodeOutcome::Failed("connection refused".into()),
+            NodeOutcome::Acquired,
+            NodeOutcome::Pending,
+        ]);
+        assert!(a.is_unavailable());
+        assert!(!a.is_contended());
+        assert_eq!(a.unavailable(), 3);
+    }
+
+    #[test]
+    fn display_is_one_line_naming_the_failed_nodes() {
+        let a = attempts(&[
+            NodeOutcome::Held,
+            NodeOutcome::Failed("connection refused".into()),
+            NodeOutcome::Acquired,
+            NodeOutcome::Acquired,
+            NodeOutcome::TimedOut,
+        ]);
+        let text = Error::NotAcquired(Box::new(a)).to_string();
+        assert!(!text.contains('\n'));
+        assert!(
+            text.contains("\"res\" not acquired after 2 attempt(s)"),
+            "{text}"
+        );
+        assert!(text.contains("2 of 5 nodes granted, 3 needed"), "{text}");
+        assert!(text.contains("1 held by another owner"), "{text}");
+        assert!(
+            text.contains("n1:6379: error: connection refused"),
+            "{text}"
+        );
+        assert!(text.contains("n4:6379: timed out"), "{text}");
+    }
+
+    #[test]
+    fn contention_with_all_nodes_up_is_not_unavailability() {
+        let a = attempts(&[const { NodeOutcome::Held }; 5]);
+        assert!(a.is_contended());
+        assert!(!a.is_unavailable());
+    }
+}

@@ -1,0 +1,347 @@
+//! [`LockGuard`]: a held lock; extend it, release it, or learn it was lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cleanup;
+use crate::error::{Attempts, Error, Result};
+use crate::quorum::{self, Decision, Leftover, Stragglers};
+use crate::redlock::Shared;
+use crate::request::Ttl;
+
+/// The lock's state, shared with whoever watches it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Status {
+    /// Past this instant the lock may belong to someone else.
+    pub(crate) deadline: Instant,
+    /// Known lost before the deadline (an extension found it gone).
+    pub(crate) lost: bool,
+}
+
+/// What a guard holds, shared with background tasks working for it.
+pub(crate) struct Held {
+    pub(crate) resources: Arc<[String]>,
+    pub(crate) keys: Arc<[String]>,
+    pub(crate) value: Arc<str>,
+    pub(crate) token: Option<u64>,
+    pub(crate) status: watch::Sender<Status>,
+    /// Acquire calls still in flight: awaited before releasing.
+    pub(crate) stragglers: Option<Stragglers>,
+}
+
+impl Held {
+    pub(crate) fn status(&self) -> Status {
+        *self.status.borrow()
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.status.send_modify(|s| s.lost = true);
+    }
+}
+
+/// A held lock.
+///
+/// Obtained from [`Redlock::lock`](crate::Redlock::lock) or
+/// [`Redlock::try_lock`](crate::Redlock::try_lock). The lock is exclusive
+/// until [`valid_until`](Self::valid_until); past that, someone else may
+/// hold it. End it with [`release`](Self::release), which tells whether the
+/// lock was still held. Dropping the guard also releases it, in a task
+/// spawned on the current runtime: `Drop` never blocks.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use redquorum::Redlock;
+///
+/// # async fn run() -> redquorum::Result<()> {
+/// let redlock = Redlock::new(["redis://127.0.0.1:7001/", "redis://127.0.0.1:7002/", "redis://127.0.0.1:7003/"])?;
+/// let mut guard = redlock.lock("invoice:42", Duration::from_secs(10)).await?;
+/// assert!(guard.remaining() > Duration::ZERO);
+/// // ... work, and if it runs long:
+/// guard.extend(Duration::from_secs(10)).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    shared: Arc<Shared>,
+    held: Arc<Held>,
+    released: bool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("resources", &self.held.resources)
+            .field("fencing_token", &self.held.token)
+            .field("remaining", &self.remaining())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(shared: Arc<Shared>, held: Held) -> Self {
+        LockGuard {
+            shared,
+            held: Arc::new(held),
+            released: false,
+        }
+    }
+
+    /// The state shared with background tasks (watchdog).
+    #[allow(dead_code)]
+    pub(crate) fn held(&self) -> &Arc<Held> {
+        &self.held
+    }
+
+    /// The locked resource (the first one, for a multi-resource lock).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert_eq!(guard.resource(), "report");
+    /// # Ok(()) }
+    /// ```
+    pub fn resource(&self) -> &str {
+        self.held.resources.first().map_or("", String::as_str)
+    }
+
+    /// The random value that marks this holder on every node (160 bits, hex).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert_eq!(guard.value().len(), 40);
+    /// # Ok(()) }
+    /// ```
+    pub fn value(&self) -> &str {
+        &self.held.value
+    }
+
+    /// The fencing token, when fencing is on; `None` otherwise.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert_eq!(guard.fencing_token(), None); // fencing is off by default
+    /// # Ok(()) }
+    /// ```
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.held.token
+    }
+
+    /// The instant (monotonic clock) after which the lock may belong to
+    /// someone else: the start of the acquisition (or of the last
+    /// successful extension) plus the TTL minus the drift allowance.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert!(guard.valid_until() > tokio::time::Instant::now());
+    /// # Ok(()) }
+    /// ```
+    pub fn valid_until(&self) -> Instant {
+        self.held.status().deadline
+    }
+
+    /// Validity left; `Duration::ZERO` once expired or lost.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert!(guard.remaining() <= std::time::Duration::from_secs(5));
+    /// # Ok(()) }
+    /// ```
+    pub fn remaining(&self) -> Duration {
+        let status = self.held.status();
+        if status.lost {
+            return Duration::ZERO;
+        }
+        status.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// True once the validity has run out or the lock is known lost.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
+    /// assert!(!guard.is_expired());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_expired(&self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// Resolves once the lock is known lost or its validity has run out.
+    /// Use it to stop work that must not go on without the lock.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// # async fn work() {}
+    /// let guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
+    /// tokio::select! {
+    ///     () = work() => guard.release().await?,
+    ///     () = guard.lost() => eprintln!("lock lost, work abandoned"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches; dropping it changes nothing.
+    pub async fn lost(&self) {
+        let mut status = self.held.status.subscribe();
+        loop {
+            let now = *status.borrow_and_update();
+            if now.lost || Instant::now() >= now.deadline {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(now.deadline) => {}
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets the lock's TTL to `ttl` from now on every node that still holds
+    /// our value, and moves the deadline accordingly. A key that is gone
+    /// from a node is never created again.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let mut guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
+    /// guard.extend(std::time::Duration::from_secs(30)).await?;
+    /// assert!(guard.remaining() > std::time::Duration::from_secs(5));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] for a TTL that is zero, not above the
+    ///   drift allowance, or too long.
+    /// - [`Error::Expired`] when the deadline has already passed (no node is
+    ///   contacted) or a quorum of nodes no longer holds our value.
+    /// - [`Error::NotAcquired`] when too many nodes failed or answered too
+    ///   late to confirm the extension; the lock stays valid until the
+    ///   earlier of its old deadline and the one this extension would have set.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancelling leaves the guard's deadline unchanged while some nodes may
+    /// already have the new TTL. The lock stays ours, but if `ttl` was
+    /// shorter than what was left, the keys may expire before the guard's
+    /// deadline: do not cancel an extension that shortens the lock.
+    pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
+        let ttl = Ttl::new(ttl, &self.shared.config)?;
+        if self.is_expired() {
+            return Err(Error::Expired);
+        }
+        let held = &self.held;
+        let start = Instant::now();
+        let round = self
+            .shared
+            .fan_out("extend", Leftover::Finish, |node| {
+                let (keys, value, millis) = (
+                    Arc::clone(&held.keys),
+                    Arc::clone(&held.value),
+                    Arc::clone(&ttl.millis),
+                );
+                async move { node.extend(&keys, &value, &millis).await }
+            })
+            .await;
+        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift);
+        let new_deadline = start + ttl.ttl - ttl.drift;
+        if round.decision == Decision::Won && validity.is_some() {
+            held.status.send_modify(|s| s.deadline = new_deadline);
+            tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
+            return Ok(());
+        }
+        // Some nodes may have applied the new TTL: never trust a later
+        // deadline than either TTL allows.
+        held.status
+            .send_modify(|s| s.deadline = s.deadline.min(new_deadline));
+        if round.refused() > self.shared.nodes.len() - self.shared.quorum {
+            held.mark_lost();
+            tracing::debug!(resource = self.resource(), "extend found the lock gone");
+            return Err(Error::Expired);
+        }
+        let attempts = Attempts::new(
+            self.resource(),
+            1,
+            self.shared.quorum,
+            round.reports(&self.shared.nodes),
+        )
+        .with_validity_exhausted(round.decision == Decision::Won);
+        Err(Error::NotAcquired(Box::new(attempts)))
+    }
+
+    /// Deletes the lock on every node that still holds our value.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
+    /// guard.release().await?; // Ok: we held it to the end
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A guard is released once; a second release does not compile:
+    ///
+    /// ```compile_fail
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
+    /// guard.release().await?;
+    /// guard.release().await?; // error: use of moved value
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Expired`] when the validity had already run out, or when
+    /// fewer than a quorum of nodes still held our value (expired, lost, or
+    /// unreachable): exclusivity up to now cannot be vouched for. The keys
+    /// still ours are deleted all the same; others expire at their TTL.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancelling is safe: the guard is consumed, and the deletes already
+    /// sent complete (compare-and-delete can never remove another owner's key).
+    pub async fn release(mut self) -> Result<()> {
+        let expired = self.is_expired();
+        self.held.mark_lost();
+        cleanup::settle(self.held.stragglers.clone()).await;
+        let round = self
+            .shared
+            .release_round(&self.held.keys, &self.held.value, Leftover::Finish)
+            .await;
+        // Only now: if this future is dropped before, `Drop` releases.
+        self.released = true;
+        tracing::debug!(resource = self.resource(), ?round.decision, expired, "lock released");
+        if round.decision == Decision::Won && !expired {
+            Ok(())
+        } else {
+            Err(Error::Expired)
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.released {
+            self.held.mark_lost();
+            cleanup::spawn_release(
+                &self.shared,
+                &self.held.keys,
+                &self.held.value,
+                self.held.stragglers.clone(),
+            );
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! # redquorum
+//!
+//! A distributed lock that survives the loss of Redis nodes: the Redlock
+//! algorithm over N independent Redis masters, done carefully.
+//!
+//! A [`Redlock`] sends `SET key value NX PX ttl` to every node at once, each
+//! call bounded by its own timeout, and decides as soon as a quorum
+//! (`N/2 + 1` by default) has granted the lock, or as soon as a quorum has
+//! become impossible: a slow or hung node never holds up the answer. The
+//! lock is then valid for the TTL minus the time the round took minus a
+//! clock-drift allowance, all measured on a monotonic clock. A failed
+//! attempt is released on every node before the next one, with a fresh
+//! random value each time.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use redquorum::{Config, Redlock};
+//!
+//! # async fn run() -> redquorum::Result<()> {
+//! let redlock = Redlock::with_config(
+//!     [
+//!         "redis://10.0.0.1:6379/",
+//!         "redis://10.0.0.2:6379/",
+//!         "redis://10.0.0.3:6379/",
+//!         "redis://10.0.0.4:6379/",
+//!         "redis://10.0.0.5:6379/",
+//!     ],
+//!     Config::default().with_node_timeout(Duration::from_millis(50)),
+//! )?;
+//! let mut guard = redlock.lock("orders:nightly-export", Duration::from_secs(30)).await?;
+//! // Exclusive until guard.valid_until(); extend for longer work.
+//! guard.extend(Duration::from_secs(30)).await?;
+//! guard.release().await?; // Err(Expired) would mean exclusivity was not kept
+//! # Ok(()) }
+//! ```
+//!
+//! ## Guarantees
+//!
+//! - Mutual exclusion until [`LockGuard::valid_until`], as long as the
+//!   nodes' clocks advance at a rate within the drift allowance, a node does
+//!   not forget keys before their TTL (restart it only after the longest
+//!   TTL has passed, or run it with `appendfsync always`; keep
+//!   `maxmemory-policy noeviction`), and the nodes are independent masters.
+//! - No call ever deletes or extends a key that holds another owner's value.
+//! - Extending never re-creates a key that has gone.
+//! - Nothing is left behind by a failed or cancelled acquisition, or by a
+//!   guard dropped without [`LockGuard::release`].
+//!
+//! ## Caveats
+//!
+//! Redlock is not a consensus system. A process paused (GC, swap, SIGSTOP)
+//! past its validity can go on acting as holder; check
+//! [`LockGuard::remaining`] before each side effect, and prefer resources
+//! that accept fencing tokens when correctness depends on it.
+//!
+//! ## Features
+//!
+//! - `testkit`: `LocalCluster`, which runs local `redis-server` processes
+//!   and injects faults (kill, restart, pause, a TCP proxy with latency or
+//!   blackhole), for tests, demos and benches.
+#![deny(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod cleanup;
+mod config;
+mod error;
+mod guard;
+mod node;
+mod quorum;
+mod redlock;
+mod request;
+mod scripts;
+mod value;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use config::{
+    Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT,
+    DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER,
+};
+pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
+pub use guard::LockGuard;
+pub use redlock::Redlock;
+pub use request::MAX_TTL;

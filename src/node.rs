@@ -1,0 +1,201 @@
+//! One Redis master: a lazily opened, self-healing connection, a timeout on
+//! every call, and the lock commands.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError, Script};
+
+use crate::error::{Error, NodeOutcome, Result};
+use crate::scripts;
+
+/// Why one call to one node did not give an answer.
+#[derive(Debug)]
+pub(crate) enum NodeError {
+    /// No answer within the node timeout.
+    TimedOut,
+    /// Connection or server error.
+    Redis(RedisError),
+}
+
+impl NodeError {
+    /// The outcome to report for this error.
+    pub(crate) fn outcome(&self) -> NodeOutcome {
+        match self {
+            NodeError::TimedOut => NodeOutcome::TimedOut,
+            NodeError::Redis(e) => NodeOutcome::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The answer of one node call.
+pub(crate) type NodeResult<T> = std::result::Result<T, NodeError>;
+
+/// One independent Redis master.
+pub(crate) struct Node {
+    /// Address (and database when not 0), never credentials: for messages.
+    name: String,
+    client: Client,
+    /// Opened on first use, inside the caller's runtime, so that
+    /// construction does no I/O and needs no runtime.
+    conn: OnceLock<ConnectionManager>,
+    timeout: Duration,
+}
+
+impl Node {
+    /// Parses one node address. `index` is its position in the list given,
+    /// for messages.
+    pub(crate) fn new(
+        index: usize,
+        info: impl IntoConnectionInfo,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let info = info
+            .into_connection_info()
+            .map_err(|e| Error::Config(format!("node {index}: not a usable Redis URL: {e}")))?;
+        if !info.addr().is_supported() {
+            return Err(Error::Config(format!(
+                "node {index} ({}): this address kind is not supported by this build \
+                 (TLS needs a redis TLS feature; unix sockets need a unix platform)",
+                info.addr()
+            )));
+        }
+        let name = display_name(&info);
+        let client =
+            Client::open(info).map_err(|e| Error::Config(format!("node {index} ({name}): {e}")))?;
+        Ok(Node {
+            name,
+            client,
+            conn: OnceLock::new(),
+            timeout,
+        })
+    }
+
+    /// The node's address without credentials.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn connection(&self) -> NodeResult<ConnectionManager> {
+        if let Some(conn) = self.conn.get() {
+            return Ok(conn.clone());
+        }
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(None)
+            .set_number_of_retries(0);
+        let conn = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+            .map_err(NodeError::Redis)?;
+        Ok(self.conn.get_or_init(|| conn).clone())
+    }
+
+    /// Runs `script` with `keys` and `args`, bounded by the node timeout.
+    pub(crate) async fn script<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[&str],
+    ) -> NodeResult<T> {
+        let mut conn = self.connection()?;
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        self.bounded(invocation.invoke_async(&mut conn)).await
+    }
+
+    /// Runs one command, bounded by the node timeout.
+    pub(crate) async fn command<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> NodeResult<T> {
+        let mut conn = self.connection()?;
+        self.bounded(cmd.query_async(&mut conn)).await
+    }
+
+    async fn bounded<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> NodeResult<T> {
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(NodeError::Redis(e)),
+            Err(_) => Err(NodeError::TimedOut),
+        }
+    }
+
+    /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
+    /// several. True when the lock is now ours on this node.
+    pub(crate) async fn acquire(
+        &self,
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+    ) -> NodeResult<bool> {
+        if let [key] = keys {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms);
+            let reply: Option<String> = self.command(&cmd).await?;
+            Ok(reply.is_some())
+        } else {
+            let set: i64 = self
+                .script(&scripts::ACQUIRE_ALL, keys, &[value, ttl_ms])
+                .await?;
+            Ok(set == 1)
+        }
+    }
+
+    /// Compare-and-delete. True when every key held our value and is gone.
+    pub(crate) async fn release(&self, keys: &[String], value: &str) -> NodeResult<bool> {
+        let deleted: usize = self.script(&scripts::RELEASE, keys, &[value]).await?;
+        Ok(deleted == keys.len())
+    }
+
+    /// Compare-and-pexpire. True when every key held our value and got the new TTL.
+    pub(crate) async fn extend(
+        &self,
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+    ) -> NodeResult<bool> {
+        let extended: i64 = self
+            .script(&scripts::EXTEND, keys, &[value, ttl_ms])
+            .await?;
+        Ok(extended == 1)
+    }
+}
+
+/// `host:port` (or the socket path), with `/db` when the database is not 0.
+fn display_name(info: &ConnectionInfo) -> String {
+    match info.redis_settings().db() {
+        0 => info.addr().to_string(),
+        db => format!("{}/{db}", info.addr()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_hides_the_password_and_shows_a_non_default_db() {
+        let node = Node::new(
+            0,
+            "redis://:secret@127.0.0.1:7001/3",
+            Duration::from_millis(5),
+        )
+        .map_err(|e| e.to_string());
+        let node = node.as_ref().map(Node::name);
+        assert_eq!(node, Ok("127.0.0.1:7001/3"));
+    }
+
+    #[test]
+    fn bad_url_is_a_config_error_naming_the_node() {
+        let err = Node::new(2, "http://example", Duration::from_millis(5))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("node 2"), "{err}");
+    }
+}

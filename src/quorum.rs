@@ -1,0 +1,312 @@
+//! The quorum arithmetic (pure functions) and the concurrent fan-out with an
+//! early decision.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{BoxFuture, Shared};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+
+/// Completes once the calls a round left in flight have all answered or
+/// timed out. Cheap to clone: whoever releases the keys awaits it first.
+pub(crate) type Stragglers = Shared<BoxFuture<'static, ()>>;
+
+use crate::error::{NodeOutcome, NodeReport};
+use crate::node::{Node, NodeResult};
+
+/// The clock-drift allowance for `ttl`: `ttl * factor + padding`.
+///
+/// `factor` is validated to `[0, 1)` at construction; should it be anything
+/// else the whole TTL is taken as drift, which makes every acquisition fail
+/// safe rather than succeed unsafe.
+pub(crate) fn drift(ttl: Duration, factor: f64, padding: Duration) -> Duration {
+    let proportional = Duration::try_from_secs_f64(ttl.as_secs_f64() * factor).unwrap_or(ttl);
+    proportional.saturating_add(padding)
+}
+
+/// What is left of `ttl` after `elapsed` and `drift`, or `None` when nothing is.
+pub(crate) fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Option<Duration> {
+    ttl.checked_sub(elapsed)?
+        .checked_sub(drift)
+        .filter(|left| !left.is_zero())
+}
+
+/// The pause before the next attempt: `base` moved by `jitter * (2 * unit - 1)`,
+/// where `unit` is a uniform draw in `[0, 1]`; never below zero.
+pub(crate) fn retry_pause(base: Duration, jitter: Duration, unit: f64) -> Duration {
+    let unit = if unit.is_finite() {
+        unit.clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
+    let spread = jitter.as_secs_f64() * (2.0 * unit - 1.0);
+    Duration::try_from_secs_f64((base.as_secs_f64() + spread).max(0.0)).unwrap_or(base)
+}
+
+/// How a round ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// A quorum granted the request.
+    Won,
+    /// So many nodes refused or failed that a quorum cannot be reached.
+    Lost,
+}
+
+/// Counts answers and says when the outcome is certain.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tally {
+    nodes: usize,
+    quorum: usize,
+    granted: usize,
+    refused: usize,
+}
+
+impl Tally {
+    pub(crate) fn new(nodes: usize, quorum: usize) -> Self {
+        Tally {
+            nodes,
+            quorum,
+            granted: 0,
+            refused: 0,
+        }
+    }
+
+    /// Records one answer; `Some` once the outcome can no longer change.
+    pub(crate) fn record(&mut self, granted: bool) -> Option<Decision> {
+        if granted {
+            self.granted += 1;
+        } else {
+            self.refused += 1;
+        }
+        self.decision()
+    }
+
+    /// The outcome if it is already certain.
+    pub(crate) fn decision(&self) -> Option<Decision> {
+        if self.granted >= self.quorum {
+            Some(Decision::Won)
+        } else if self.refused > self.nodes - self.quorum {
+            Some(Decision::Lost)
+        } else {
+            None
+        }
+    }
+}
+
+/// What to do with the calls still in flight once a round is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Leftover {
+    /// Drop them: a command already written still runs on its node (and
+    /// before any later command on the same connection), one not yet written
+    /// never will.
+    #[allow(dead_code)]
+    Drop,
+    /// Drive them to completion in a spawned task, whose handle the round
+    /// returns in [`Round::stragglers`]. Used for acquire: the lock then
+    /// lands on slow nodes too (a lock on just a quorum is one node failure
+    /// from lost), and whoever releases first awaits the handle, so a late
+    /// `SET` can never overtake the release that follows it. Used for
+    /// release and extend too, whose compare-and-set scripts are harmless
+    /// whenever they land (and a script reloaded after `NOSCRIPT` still gets
+    /// its second call).
+    Finish,
+    /// Wait for every node before returning (each call is bounded by the
+    /// node timeout). Used for the clean-up after a failed attempt.
+    Wait,
+}
+
+/// The answers of one round.
+#[derive(Debug)]
+pub(crate) struct Round {
+    pub(crate) decision: Decision,
+    pub(crate) outcomes: Vec<NodeOutcome>,
+    /// The task finishing the calls still in flight ([`Leftover::Finish`]).
+    pub(crate) stragglers: Option<Stragglers>,
+}
+
+impl Round {
+    /// The per-node report, in node order.
+    pub(crate) fn reports(&self, nodes: &[Arc<Node>]) -> Vec<NodeReport> {
+        nodes
+            .iter()
+            .zip(&self.outcomes)
+            .map(|(node, outcome)| NodeReport::new(node.name(), outcome.clone()))
+            .collect()
+    }
+
+    /// Nodes that answered "not ours / held by another owner".
+    pub(crate) fn refused(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o, NodeOutcome::Held))
+            .count()
+    }
+}
+
+/// Sends `call` to every node at once and returns as soon as the outcome is
+/// certain (a quorum granted, or a quorum became impossible).
+///
+/// # Cancel safety
+///
+/// Dropping the returned future drops the calls in flight, with the
+/// semantics of [`Leftover::Drop`].
+pub(crate) async fn fan_out<F, Fut>(
+    op: &'static str,
+    nodes: &[Arc<Node>],
+    quorum: usize,
+    leftover: Leftover,
+    mut call: F,
+) -> Round
+where
+    F: FnMut(Arc<Node>) -> Fut,
+    Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+{
+    let mut pending: FuturesUnordered<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let answer = call(Arc::clone(node));
+            async move { (index, answer.await) }
+        })
+        .collect();
+    let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
+    let mut tally = Tally::new(nodes.len(), quorum);
+    let mut decision = tally.decision();
+    while decision.is_none() {
+        let Some((index, answer)) = pending.next().await else {
+            break;
+        };
+        let outcome = match answer {
+            Ok(true) => NodeOutcome::Acquired,
+            Ok(false) => NodeOutcome::Held,
+            Err(e) => e.outcome(),
+        };
+        tracing::debug!(op, node = nodes[index].name(), %outcome, "node answered");
+        decision = tally.record(outcome.is_success());
+        outcomes[index] = outcome;
+    }
+    let mut stragglers = None;
+    match leftover {
+        Leftover::Drop => drop(pending),
+        Leftover::Wait => while pending.next().await.is_some() {},
+        Leftover::Finish if !pending.is_empty() => {
+            // fan_out runs inside a runtime (it awaits tokio timers), so
+            // spawning cannot fail here.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let task = runtime.spawn(async move {
+                    while let Some((index, answer)) = pending.next().await {
+                        tracing::debug!(op, index, ok = ?answer.as_ref().ok(), "late node answer");
+                    }
+                });
+                // An error means the task was cancelled (runtime shutting
+                // down): nothing is in flight any more either way.
+                stragglers = Some(task.map(|_| ()).boxed().shared());
+            }
+        }
+        Leftover::Finish => {}
+    }
+    Round {
+        // Every node answered yet no decision: only possible with a quorum
+        // of zero nodes, which validation rules out. Losing is the safe reading.
+        decision: decision.unwrap_or(Decision::Lost),
+        outcomes,
+        stragglers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn drift_is_factor_times_ttl_plus_padding() {
+        assert_eq!(drift(10_000 * MS, 0.01, 2 * MS), 102 * MS);
+        assert_eq!(drift(10_000 * MS, 0.0, Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn drift_with_an_unvalidated_factor_takes_the_whole_ttl() {
+        assert_eq!(drift(100 * MS, f64::NAN, Duration::ZERO), 100 * MS);
+        assert_eq!(drift(100 * MS, -1.0, Duration::ZERO), 100 * MS);
+    }
+
+    #[test]
+    fn validity_subtracts_elapsed_and_drift() {
+        assert_eq!(validity(1000 * MS, 30 * MS, 12 * MS), Some(958 * MS));
+    }
+
+    #[test]
+    fn validity_is_none_when_exhausted_or_exactly_zero() {
+        assert_eq!(validity(100 * MS, 98 * MS, 2 * MS), None);
+        assert_eq!(validity(100 * MS, 99 * MS, 2 * MS), None);
+        assert_eq!(validity(100 * MS, 200 * MS, 2 * MS), None);
+    }
+
+    #[test]
+    fn tally_decides_won_at_quorum() {
+        let mut t = Tally::new(5, 3);
+        assert_eq!(t.record(true), None);
+        assert_eq!(t.record(false), None);
+        assert_eq!(t.record(true), None);
+        assert_eq!(t.record(true), Some(Decision::Won));
+    }
+
+    #[test]
+    fn tally_decides_lost_once_quorum_is_impossible() {
+        let mut t = Tally::new(5, 3);
+        assert_eq!(t.record(false), None);
+        assert_eq!(t.record(false), None);
+        assert_eq!(t.record(true), None);
+        assert_eq!(t.record(false), Some(Decision::Lost));
+    }
+
+    #[test]
+    fn tally_with_quorum_of_all_loses_at_the_first_refusal() {
+        let mut t = Tally::new(3, 3);
+        assert_eq!(t.record(true), None);
+        assert_eq!(t.record(false), Some(Decision::Lost));
+    }
+
+    #[test]
+    fn every_full_tally_is_decided() {
+        for nodes in 1..=7usize {
+            for quorum in nodes / 2 + 1..=nodes {
+                for mask in 0u32..(1 << nodes) {
+                    let mut t = Tally::new(nodes, quorum);
+                    let mut decided = None;
+                    for i in 0..nodes {
+                        if let Some(d) = t.record(mask & (1 << i) != 0) {
+                            decided = Some(d);
+                            break;
+                        }
+                    }
+                    let granted = mask.count_ones() as usize;
+                    let expect = if granted >= quorum {
+                        Decision::Won
+                    } else {
+                        Decision::Lost
+                    };
+                    // An early decision never contradicts the full count.
+                    assert_eq!(decided, Some(expect), "n={nodes} q={quorum} mask={mask:b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn retry_pause_spans_base_plus_minus_jitter() {
+        assert_eq!(retry_pause(200 * MS, 100 * MS, 0.0), 100 * MS);
+        assert_eq!(retry_pause(200 * MS, 100 * MS, 0.5), 200 * MS);
+        assert_eq!(retry_pause(200 * MS, 100 * MS, 1.0), 300 * MS);
+    }
+
+    #[test]
+    fn retry_pause_never_goes_below_zero_and_ignores_bad_draws() {
+        assert_eq!(retry_pause(10 * MS, 100 * MS, 0.0), Duration::ZERO);
+        assert_eq!(retry_pause(10 * MS, Duration::ZERO, f64::NAN), 10 * MS);
+        assert_eq!(retry_pause(10 * MS, 4 * MS, 7.0), 14 * MS);
+    }
+}

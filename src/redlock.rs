@@ -1,0 +1,417 @@
+//! [`Redlock`]: the coordinator; acquisition with retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::IntoConnectionInfo;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cleanup::{self, ReleaseOnDrop};
+use crate::config::Config;
+use crate::error::{Attempts, Error, NodeReport, Result};
+use crate::guard::{Held, LockGuard, Status};
+use crate::node::{Node, NodeResult};
+use crate::quorum::{self, Decision, Leftover, Round};
+use crate::request::{self, Ttl};
+use crate::value;
+
+/// What every handle and guard of one [`Redlock`] shares.
+pub(crate) struct Shared {
+    pub(crate) nodes: Vec<Arc<Node>>,
+    pub(crate) quorum: usize,
+    pub(crate) config: Config,
+}
+
+impl Shared {
+    /// One round of `call` on every node, decided by this lock's quorum.
+    pub(crate) async fn fan_out<F, Fut>(
+        &self,
+        op: &'static str,
+        leftover: Leftover,
+        call: F,
+    ) -> Round
+    where
+        F: FnMut(Arc<Node>) -> Fut,
+        Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+    {
+        quorum::fan_out(op, &self.nodes, self.quorum, leftover, call).await
+    }
+
+    /// Compare-and-delete of `keys` holding `value` on every node.
+    pub(crate) async fn release_round(
+        &self,
+        keys: &Arc<[String]>,
+        value: &Arc<str>,
+        leftover: Leftover,
+    ) -> Round {
+        self.fan_out("release", leftover, |node| {
+            let (keys, value) = (Arc::clone(keys), Arc::clone(value));
+            async move { node.release(&keys, &value).await }
+        })
+        .await
+    }
+
+    /// The key of `resource`'s lock.
+    fn lock_key(&self, resource: &str) -> String {
+        format!("{}lock:{resource}", self.config.key_prefix())
+    }
+}
+
+/// The outcome of one failed attempt, kept for the error report.
+struct Failure {
+    reports: Vec<NodeReport>,
+    validity_exhausted: bool,
+}
+
+/// A distributed lock over N independent Redis masters (Redlock).
+///
+/// Cheap to clone (an `Arc` inside) and `Send + Sync`: build one at start-up
+/// and share it. Construction validates everything and does no I/O; each
+/// node's connection opens on first use and reopens by itself after a
+/// failure, so nodes that are down at start are simply failing votes until
+/// they come back. Connections live on the tokio runtime that first uses them.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use redquorum::Redlock;
+///
+/// # async fn run() -> redquorum::Result<()> {
+/// let redlock = Redlock::new([
+///     "redis://127.0.0.1:7001/",
+///     "redis://127.0.0.1:7002/",
+///     "redis://127.0.0.1:7003/",
+///     "redis://127.0.0.1:7004/",
+///     "redis://127.0.0.1:7005/",
+/// ])?;
+/// assert_eq!(redlock.quorum(), 3);
+/// let guard = redlock.lock("nightly-report", Duration::from_secs(30)).await?;
+/// // ... exclusive work, finished before guard.valid_until() ...
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Redlock {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nodes: Vec<&str> = self.shared.nodes.iter().map(|n| n.name()).collect();
+        f.debug_struct("Redlock")
+            .field("nodes", &nodes)
+            .field("quorum", &self.shared.quorum)
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl Redlock {
+    /// A lock over `nodes` with the default [`Config`].
+    ///
+    /// Nodes are URLs (`redis://`, `redis+unix://`; `rediss://` with a redis
+    /// TLS feature) or anything else `redis` turns into connection info.
+    /// Use independent masters: not replicas of each other, not a cluster.
+    ///
+    /// ```
+    /// let redlock = redquorum::Redlock::new(["redis://127.0.0.1:7001/", "redis://127.0.0.1:7002/", "redis://127.0.0.1:7003/"])?;
+    /// assert_eq!(redlock.node_count(), 3);
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for no nodes, an unusable URL or the same node twice.
+    pub fn new<I>(nodes: I) -> Result<Redlock>
+    where
+        I: IntoIterator,
+        I::Item: IntoConnectionInfo,
+    {
+        Redlock::with_config(nodes, Config::default())
+    }
+
+    /// A lock over `nodes` tuned by `config`.
+    ///
+    /// ```
+    /// use redquorum::{Config, Error, Redlock};
+    ///
+    /// let nodes = ["redis://127.0.0.1:7001/", "redis://127.0.0.1:7002/", "redis://127.0.0.1:7003/"];
+    /// let redlock = Redlock::with_config(nodes, Config::default().with_quorum(3))?;
+    /// assert_eq!(redlock.quorum(), 3);
+    ///
+    /// let err = Redlock::with_config(nodes, Config::default().with_quorum(1)).unwrap_err();
+    /// assert!(matches!(err, Error::Config(_)));
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`], naming the bad value, for no nodes, an unusable
+    /// URL, the same node twice, or a config value out of range.
+    pub fn with_config<I>(nodes: I, config: Config) -> Result<Redlock>
+    where
+        I: IntoIterator,
+        I::Item: IntoConnectionInfo,
+    {
+        let mut parsed: Vec<Arc<Node>> = Vec::new();
+        for (index, info) in nodes.into_iter().enumerate() {
+            let node = Node::new(index, info, config.node_timeout())?;
+            if let Some(first) = parsed.iter().position(|n| n.name() == node.name()) {
+                return Err(Error::Config(format!(
+                    "nodes {first} and {index} are the same server ({}): each vote must come \
+                     from an independent Redis master",
+                    node.name()
+                )));
+            }
+            parsed.push(Arc::new(node));
+        }
+        if parsed.is_empty() {
+            return Err(Error::Config(
+                "no nodes given: pass the URLs of independent Redis masters (5 is typical)"
+                    .to_owned(),
+            ));
+        }
+        let quorum = config.validate(parsed.len())?;
+        Ok(Redlock {
+            shared: Arc::new(Shared {
+                nodes: parsed,
+                quorum,
+                config,
+            }),
+        })
+    }
+
+    /// How many nodes must agree.
+    ///
+    /// ```
+    /// let redlock = redquorum::Redlock::new(["redis://a:6379", "redis://b:6379", "redis://c:6379"])?;
+    /// assert_eq!(redlock.quorum(), 2);
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    pub fn quorum(&self) -> usize {
+        self.shared.quorum
+    }
+
+    /// How many nodes vote.
+    ///
+    /// ```
+    /// let redlock = redquorum::Redlock::new(["redis://a:6379", "redis://b:6379", "redis://c:6379"])?;
+    /// assert_eq!(redlock.node_count(), 3);
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    pub fn node_count(&self) -> usize {
+        self.shared.nodes.len()
+    }
+
+    /// The config in force.
+    ///
+    /// ```
+    /// let redlock = redquorum::Redlock::new(["redis://a:6379"])?;
+    /// assert_eq!(redlock.config().retry_count(), 10);
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Makes one attempt to lock `resource` for `ttl`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::{Error, Redlock};
+    ///
+    /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
+    /// match redlock.try_lock("cron:cleanup", Duration::from_secs(60)).await {
+    ///     Ok(guard) => guard.release().await?,
+    ///     Err(Error::NotAcquired(why)) if why.is_contended() => println!("someone else runs it"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] for an empty resource or an unusable TTL.
+    /// - [`Error::NotAcquired`] when no quorum granted the lock with validity
+    ///   to spare; it tells each node's answer. Whatever the attempt set is
+    ///   released before this returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future mid-attempt releases, in a spawned task, every
+    /// key the attempt may have set: nothing is left to block others until
+    /// the TTL.
+    pub async fn try_lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
+        self.acquire(&[resource], ttl, 0).await
+    }
+
+    /// Locks `resource` for `ttl`, trying again (after `retry_delay` plus or
+    /// minus `retry_jitter`) up to `retry_count` times and never past
+    /// `acquire_timeout`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock("account:7", Duration::from_secs(5)).await?;
+    /// println!("exclusive for {:?}", guard.remaining());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](Self::try_lock); [`Error::NotAcquired`] reports the
+    /// number of attempts and the node answers of the last one.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock): a dropped future leaves no key behind.
+    pub async fn lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
+        self.acquire(&[resource], ttl, self.shared.config.retry_count())
+            .await
+    }
+
+    /// Locks every resource in `resources` at once, with the retries of
+    /// [`lock`](Self::lock). On each node the keys are taken by one script
+    /// (all free, then all set), so two callers locking overlapping sets can
+    /// never each hold a part. Release and extend act on the whole set;
+    /// duplicate names count once.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock_many(&["account:1", "account:2"], Duration::from_secs(5)).await?;
+    /// // ... move money between the two accounts ...
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); an empty list is [`Error::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
+        self.acquire(resources, ttl, self.shared.config.retry_count())
+            .await
+    }
+
+    /// One attempt of [`lock_many`](Self::lock_many).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock_many(&["a", "b"], std::time::Duration::from_secs(5)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn try_lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
+        self.acquire(resources, ttl, 0).await
+    }
+
+    async fn acquire(&self, resources: &[&str], ttl: Duration, retries: u32) -> Result<LockGuard> {
+        request::check_resources(resources)?;
+        let ttl = Ttl::new(ttl, &self.shared.config)?;
+        let mut names: Vec<String> = Vec::with_capacity(resources.len());
+        for resource in resources {
+            if !names.iter().any(|n| n == resource) {
+                names.push((*resource).to_owned());
+            }
+        }
+        let keys: Arc<[String]> = names.iter().map(|r| self.shared.lock_key(r)).collect();
+        let resources: Arc<[String]> = names.into();
+        let config = &self.shared.config;
+        let give_up_at = config.acquire_timeout().map(|t| Instant::now() + t);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            tracing::debug!(resource = %resources[0], attempt, "acquire attempt");
+            let failure = match self.attempt(&resources, &keys, &ttl).await {
+                Ok(guard) => return Ok(guard),
+                Err(failure) => failure,
+            };
+            let pause = quorum::retry_pause(
+                config.retry_delay(),
+                config.retry_jitter(),
+                rand::random::<f64>(),
+            );
+            let out_of_time = give_up_at.is_some_and(|at| Instant::now() + pause >= at);
+            if attempt > retries || out_of_time {
+                let attempts =
+                    Attempts::new(&resources[0], attempt, self.shared.quorum, failure.reports)
+                        .with_validity_exhausted(failure.validity_exhausted);
+                tracing::debug!(%attempts, "lock not acquired");
+                return Err(Error::NotAcquired(Box::new(attempts)));
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One attempt with a fresh value; on failure everything is released.
+    async fn attempt(
+        &self,
+        resources: &Arc<[String]>,
+        keys: &Arc<[String]>,
+        ttl: &Ttl,
+    ) -> std::result::Result<LockGuard, Failure> {
+        let shared = &self.shared;
+        let value: Arc<str> = value::fresh().into();
+        let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+        let start = Instant::now();
+        let mut round = shared
+            .fan_out("acquire", Leftover::Finish, |node| {
+                let (keys, value, millis) = (
+                    Arc::clone(keys),
+                    Arc::clone(&value),
+                    Arc::clone(&ttl.millis),
+                );
+                async move { node.acquire(&keys, &value, &millis).await }
+            })
+            .await;
+        pending.stragglers = round.stragglers.take();
+        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift)
+            .filter(|v| *v > shared.config.min_validity());
+        if round.decision == Decision::Won {
+            if let Some(validity) = validity {
+                let stragglers = pending.disarm();
+                tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
+                let (status, _) = watch::channel(Status {
+                    deadline: start + ttl.ttl - ttl.drift,
+                    lost: false,
+                });
+                let held = Held {
+                    resources: Arc::clone(resources),
+                    keys: Arc::clone(keys),
+                    value,
+                    token: None,
+                    status,
+                    stragglers,
+                };
+                return Ok(LockGuard::new(Arc::clone(shared), held));
+            }
+        }
+        // Release on every node, those that failed or timed out included:
+        // their SET may have been applied.
+        // Wait for every node, so that no key of this attempt outlives it.
+        cleanup::settle(pending.stragglers.clone()).await;
+        shared.release_round(keys, &value, Leftover::Wait).await;
+        pending.disarm();
+        Err(Failure {
+            reports: round.reports(&shared.nodes),
+            validity_exhausted: round.decision == Decision::Won,
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! The Lua scripts run on each node, with their KEYS/ARGV contracts.
+//!
+//! Every script compares the stored value with ours before touching a key,
+//! so no script ever changes a lock that belongs to someone else. Reads use
+//! `redis.pcall`, so a key of another type (a hash, say) counts as "not ours"
+//! instead of raising `WRONGTYPE`. `redis::Script` sends `EVALSHA` and falls
+//! back to loading the script on `NOSCRIPT`, so a `SCRIPT FLUSH` or a node
+//! restart costs one extra round trip, never a failure.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Takes every key of a multi-resource lock at once, or none.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns 1 when every key was free and is now ours, 0 when any key exists
+/// (nothing is written then).
+pub(crate) static ACQUIRE_ALL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.call('exists', KEYS[i]) == 1 then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Compare-and-delete.
+///
+/// KEYS: the lock keys. ARGV[1]: our value.
+/// Deletes each key that holds our value; returns how many it deleted.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = 0
+for i = 1, #KEYS do
+  if redis.pcall('get', KEYS[i]) == ARGV[1] then
+    n = n + redis.call('del', KEYS[i])
+  end
+end
+return n
+",
+    )
+});
+
+/// Compare-and-pexpire. Never creates a key.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
+/// Returns 1 when every key holds our value and got the new TTL, 0 when any
+/// key is missing or not ours (nothing is changed then).
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('pexpire', KEYS[i], ARGV[2])
+end
+return 1
+",
+    )
+});

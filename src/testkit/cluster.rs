@@ -1,0 +1,418 @@
+//! [`LocalCluster`]: N local `redis-server` processes, each behind a fault
+//! proxy.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::error::TestkitError;
+use super::proxy::{Proxy, ProxyMode};
+use super::server::{NodeState, RedisServer};
+
+/// Environment variable that may point at the `redis-server` binary.
+pub const REDIS_SERVER_BIN_ENV: &str = "REDIS_SERVER_BIN";
+
+/// Read/write timeout of [`LocalCluster::connection`].
+const ASSERTION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Makes temporary directory names unique within this process.
+static DIR_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Configures and starts a [`LocalCluster`]. Obtained from
+/// [`LocalCluster::builder`].
+///
+/// ```no_run
+/// use redquorum::testkit::LocalCluster;
+///
+/// let cluster = LocalCluster::builder()
+///     .nodes(5)
+///     .redis_server_bin("/usr/bin/redis-server")
+///     .start()?;
+/// assert_eq!(cluster.len(), 5);
+/// # Ok::<(), redquorum::testkit::TestkitError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until start() is called"]
+pub struct LocalClusterBuilder {
+    nodes: usize,
+    redis_server_bin: Option<PathBuf>,
+}
+
+impl Default for LocalClusterBuilder {
+    fn default() -> Self {
+        LocalClusterBuilder {
+            nodes: 3,
+            redis_server_bin: None,
+        }
+    }
+}
+
+impl LocalClusterBuilder {
+    /// Number of nodes to start (default 3).
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = n;
+        self
+    }
+
+    /// Use this `redis-server` binary instead of `$REDIS_SERVER_BIN` or the
+    /// one found on `PATH`.
+    pub fn redis_server_bin(mut self, path: impl Into<PathBuf>) -> Self {
+        self.redis_server_bin = Some(path.into());
+        self
+    }
+
+    /// Starts the cluster: one `redis-server` per node on a free
+    /// `127.0.0.1` port, each fronted by a proxy in [`ProxyMode::Pass`].
+    /// Returns once every node answers `PING`.
+    ///
+    /// # Errors
+    ///
+    /// - [`TestkitError::RedisServerMissing`] if no binary is found.
+    /// - [`TestkitError::StartFailed`] if a node does not answer `PING`
+    ///   within 10 s (after retrying with other ports); the error quotes the
+    ///   node's log.
+    /// - [`TestkitError::Spawn`] / [`TestkitError::Io`] for OS failures.
+    ///
+    /// Nodes already started are killed again on error.
+    pub fn start(self) -> Result<LocalCluster, TestkitError> {
+        let bin = resolve_bin(self.redis_server_bin.as_deref())?;
+        let root = TempDir::create()?;
+        let mut nodes = Vec::with_capacity(self.nodes);
+        for index in 0..self.nodes {
+            let server = RedisServer::start(index, &bin, &root.path.join(format!("node-{index}")))?;
+            let target = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port()));
+            let proxy = Proxy::start(index, target)?;
+            nodes.push(Node {
+                direct_port: server.port(),
+                server: Mutex::new(server),
+                proxy,
+            });
+        }
+        Ok(LocalCluster { nodes, _root: root })
+    }
+}
+
+/// N local `redis-server` processes, each fronted by a TCP fault proxy, for
+/// tests, examples and benches.
+///
+/// Lock clients should use [`urls`](Self::urls) (through the proxies) so
+/// that faults can be injected with [`set_proxy`](Self::set_proxy);
+/// assertions use [`connection`](Self::connection) or
+/// [`direct_urls`](Self::direct_urls), which bypass the proxies.
+///
+/// All methods take `&self`; share the cluster as `Arc<LocalCluster>`.
+/// Everything is synchronous (std threads only), so it works from any async
+/// runtime and while the caller blocks — but methods such as
+/// [`restart`](Self::restart) block for up to a few seconds, so from async
+/// code prefer `spawn_blocking` if that matters.
+///
+/// Dropping the cluster (also during a panic unwind) stops the proxies,
+/// `SIGKILL`s and reaps every `redis-server` and removes the temporary
+/// directory. If the whole test process is killed, the servers survive;
+/// they have no persistence and listen on `127.0.0.1` only.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use redquorum::testkit::{LocalCluster, NodeState, ProxyMode};
+///
+/// let cluster = LocalCluster::start(3)?;
+/// let urls = cluster.urls(); // give these to the lock client
+///
+/// cluster.kill(0)?;
+/// assert_eq!(cluster.state(0), NodeState::Down);
+/// cluster.restart(0)?; // same port, empty data
+///
+/// cluster.pause(1)?;
+/// cluster.resume(1)?;
+///
+/// cluster.set_proxy(2, ProxyMode::Delay(Duration::from_millis(50)));
+///
+/// let mut con = cluster.connection(0)?;
+/// let value: Option<String> = redis::cmd("GET").arg("my-lock").query(&mut con)?;
+/// # let _ = (urls, value);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct LocalCluster {
+    nodes: Vec<Node>,
+    // Declared last: dropped after the nodes (servers are killed first).
+    _root: TempDir,
+}
+
+#[derive(Debug)]
+struct Node {
+    direct_port: u16,
+    server: Mutex<RedisServer>,
+    proxy: Proxy,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // Explicit order: nothing may keep forwarding to a dying server.
+        // (The proxy's own Drop stops its threads; the server's kills it.)
+        let _ = lock(&self.server).kill();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn url_for(port: u16) -> String {
+    format!("redis://127.0.0.1:{port}/")
+}
+
+impl LocalCluster {
+    /// Starts `n` nodes with the default options; see
+    /// [`LocalClusterBuilder::start`].
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalClusterBuilder::start`]; in particular
+    /// [`TestkitError::RedisServerMissing`] when `redis-server` is neither on
+    /// `PATH` nor pointed at by `REDIS_SERVER_BIN`.
+    pub fn start(n: usize) -> Result<LocalCluster, TestkitError> {
+        Self::builder().nodes(n).start()
+    }
+
+    /// A builder to choose the node count and the `redis-server` binary.
+    pub fn builder() -> LocalClusterBuilder {
+        LocalClusterBuilder::default()
+    }
+
+    /// Number of nodes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// `true` if the cluster has no nodes.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// `redis://127.0.0.1:<proxy port>/` for every node, in index order: the
+    /// URLs lock clients should use.
+    #[must_use]
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| url_for(n.proxy.port())).collect()
+    }
+
+    /// The proxied URL of node `i`.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn url(&self, i: usize) -> String {
+        url_for(self.node_or_panic(i).proxy.port())
+    }
+
+    /// `redis://127.0.0.1:<redis-server port>/` for every node, bypassing the
+    /// proxies (benches, assertions). Stable across restarts.
+    #[must_use]
+    pub fn direct_urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| url_for(n.direct_port)).collect()
+    }
+
+    /// The direct (unproxied) URL of node `i`.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn direct_url(&self, i: usize) -> String {
+        url_for(self.node_or_panic(i).direct_port)
+    }
+
+    /// `SIGKILL`s node `i` and reaps it; the node is then
+    /// [`NodeState::Down`] and its port refuses connections (its proxy
+    /// accepts and then closes them). A no-op if already down.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`] for a bad index, [`TestkitError::Signal`]
+    /// if the OS refuses the kill or wait.
+    pub fn kill(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).kill()
+    }
+
+    /// Starts node `i` again, empty (no persistence), on the same port, and
+    /// waits until it answers `PING`. If it is running (or paused) it is
+    /// killed first. Blocks up to about 10 s.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`] for a bad index,
+    /// [`TestkitError::StartFailed`] if it does not come back (e.g. the port
+    /// was taken by another process meanwhile).
+    pub fn restart(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).restart()
+    }
+
+    /// Freezes node `i` with `SIGSTOP`: the kernel still accepts connections
+    /// but nothing is answered until [`resume`](Self::resume).
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::NodeDown`] if the node
+    /// was killed, [`TestkitError::Signal`] if the signal fails.
+    pub fn pause(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).pause()
+    }
+
+    /// Continues node `i` with `SIGCONT` after [`pause`](Self::pause).
+    /// Harmless on a running node.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::NodeDown`] if the node
+    /// was killed, [`TestkitError::Signal`] if the signal fails.
+    pub fn resume(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).resume()
+    }
+
+    /// Current state of node `i`. A server that exited by itself is reported
+    /// as [`NodeState::Down`].
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn state(&self, i: usize) -> NodeState {
+        lock(&self.node_or_panic(i).server).state()
+    }
+
+    /// Switches the proxy of node `i` to `mode`. Takes effect at once, also
+    /// on connections that are already open.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    pub fn set_proxy(&self, i: usize, mode: ProxyMode) {
+        self.node_or_panic(i).proxy.set_mode(mode);
+    }
+
+    /// Number of client-to-server bytes the proxy of node `i` has forwarded
+    /// to its `redis-server` so far (to prove that nothing reached a node).
+    /// Counted just before each write, so it never lags behind what the
+    /// server has received.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`.
+    #[must_use]
+    pub fn proxy_forwarded_bytes(&self, i: usize) -> u64 {
+        self.node_or_panic(i).proxy.forwarded_bytes()
+    }
+
+    /// A synchronous connection straight to node `i`'s `redis-server`
+    /// (bypassing the proxy), with 2 s connect/read/write timeouts, for
+    /// assertions such as `GET`, `SET`, `SCRIPT FLUSH`.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], or [`TestkitError::Redis`] if the node
+    /// does not accept the connection (e.g. it is down or paused).
+    pub fn connection(&self, i: usize) -> Result<redis::Connection, TestkitError> {
+        let node = self.node(i)?;
+        let url = url_for(node.direct_port);
+        let err = |source| TestkitError::Redis {
+            index: i,
+            url: url.clone(),
+            source,
+        };
+        let con = redis::Client::open(url.as_str())
+            .and_then(|client| client.get_connection_with_timeout(ASSERTION_TIMEOUT))
+            .map_err(err)?;
+        con.set_read_timeout(Some(ASSERTION_TIMEOUT)).map_err(err)?;
+        con.set_write_timeout(Some(ASSERTION_TIMEOUT))
+            .map_err(err)?;
+        Ok(con)
+    }
+
+    /// The pid of node `i`'s `redis-server`, or `None` if it is down or the
+    /// index is out of range.
+    #[must_use]
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.nodes.get(i).and_then(|n| lock(&n.server).pid())
+    }
+
+    fn node(&self, i: usize) -> Result<&Node, TestkitError> {
+        self.nodes.get(i).ok_or(TestkitError::NoSuchNode {
+            index: i,
+            len: self.nodes.len(),
+        })
+    }
+
+    #[allow(clippy::panic)]
+    fn node_or_panic(&self, i: usize) -> &Node {
+        match self.nodes.get(i) {
+            Some(node) => node,
+            None => panic!(
+                "LocalCluster: no node with index {i}, the cluster has {} node(s)",
+                self.nodes.len()
+            ),
+        }
+    }
+}
+
+/// Finds `redis-server`: explicit path, else `$REDIS_SERVER_BIN`, else `PATH`.
+fn resolve_bin(explicit: Option<&Path>) -> Result<PathBuf, TestkitError> {
+    let configured = explicit.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(REDIS_SERVER_BIN_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(path) = configured {
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(TestkitError::RedisServerMissing {
+                configured: Some(path),
+            })
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("redis-server"))
+        .find(|candidate| candidate.is_file())
+        .ok_or(TestkitError::RedisServerMissing { configured: None })
+}
+
+/// A per-cluster directory under the system temp dir, removed on drop.
+#[derive(Debug)]
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn create() -> Result<Self, TestkitError> {
+        let base = std::env::temp_dir();
+        loop {
+            let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("redquorum-testkit-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(TempDir { path }),
+                // Left over by an earlier process with the same pid.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    return Err(TestkitError::Io {
+                        context: format!("creating temporary directory {}", path.display()),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

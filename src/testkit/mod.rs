@@ -1,0 +1,31 @@
+//! Local Redis nodes with fault injection, for tests, examples and benches
+//! (feature `testkit`).
+//!
+//! [`LocalCluster`] starts N `redis-server` processes on free `127.0.0.1`
+//! ports, each fronted by a TCP proxy whose [`ProxyMode`] can be switched at
+//! any time (latency, blackhole, connection reset). Nodes can be killed,
+//! restarted empty on the same port, paused (`SIGSTOP`) and resumed.
+//!
+//! Requires `redis-server` on `PATH` (`apt-get install -y redis-server`) or
+//! `REDIS_SERVER_BIN` pointing at it. Unix only (signals).
+//!
+//! ```no_run
+//! use redquorum::testkit::{LocalCluster, ProxyMode};
+//!
+//! let cluster = LocalCluster::start(3)?;
+//! let urls = cluster.urls();
+//! cluster.set_proxy(2, ProxyMode::Blackhole);
+//! cluster.kill(1)?;
+//! # let _ = urls;
+//! # Ok::<(), redquorum::testkit::TestkitError>(())
+//! ```
+
+mod cluster;
+mod error;
+mod proxy;
+mod server;
+
+pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
+pub use error::TestkitError;
+pub use proxy::ProxyMode;
+pub use server::NodeState;

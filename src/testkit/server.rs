@@ -1,0 +1,373 @@
+//! One `redis-server` child process: spawn, wait for `PING`, kill, pause,
+//! resume, restart on the same port.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::error::TestkitError;
+
+/// How long a freshly spawned server may take to answer `PING`.
+const START_DEADLINE: Duration = Duration::from_secs(10);
+/// How many times a start is retried (new port on first start, same port on restart).
+const START_ATTEMPTS: usize = 5;
+/// How many log lines are quoted in a start error.
+const LOG_TAIL_LINES: usize = 20;
+
+/// Observable state of one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeState {
+    /// The process is running and not stopped.
+    Up,
+    /// The process is stopped with `SIGSTOP`: connections are accepted by the
+    /// kernel but nothing is answered until it is resumed.
+    Paused,
+    /// No process: killed, or exited on its own.
+    Down,
+}
+
+/// One `redis-server` child process owned by the testkit.
+#[derive(Debug)]
+pub(crate) struct RedisServer {
+    index: usize,
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+    paused: bool,
+}
+
+impl RedisServer {
+    /// Spawns a server for node `index` on a free port, retrying with a new
+    /// port if the chosen one was taken in between.
+    pub(crate) fn start(index: usize, bin: &Path, dir: &Path) -> Result<Self, TestkitError> {
+        std::fs::create_dir_all(dir).map_err(|source| TestkitError::Io {
+            context: format!("creating data directory {} for node {index}", dir.display()),
+            source,
+        })?;
+        let mut last_err = None;
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port()?;
+            let mut server = RedisServer {
+                index,
+                bin: bin.to_path_buf(),
+                dir: dir.to_path_buf(),
+                port,
+                child: None,
+                paused: false,
+            };
+            match server.spawn_and_wait() {
+                Ok(()) => return Ok(server),
+                Err(e @ (TestkitError::RedisServerMissing { .. } | TestkitError::Spawn { .. })) => {
+                    return Err(e);
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or(TestkitError::StartFailed {
+            index,
+            port: 0,
+            waited: Duration::ZERO,
+            reason: "no attempt was made".to_owned(),
+            log_tail: String::new(),
+        }))
+    }
+
+    /// The port `redis-server` listens on (stable across restarts).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The pid of the running process, if any.
+    pub(crate) fn pid(&mut self) -> Option<u32> {
+        self.refresh();
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Current state; reaps the child if it exited on its own.
+    pub(crate) fn state(&mut self) -> NodeState {
+        self.refresh();
+        match (&self.child, self.paused) {
+            (None, _) => NodeState::Down,
+            (Some(_), true) => NodeState::Paused,
+            (Some(_), false) => NodeState::Up,
+        }
+    }
+
+    /// `SIGKILL` and reap. A no-op if already down.
+    pub(crate) fn kill(&mut self) -> Result<(), TestkitError> {
+        self.paused = false;
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let pid = child.id();
+        // Child::kill sends SIGKILL, which also ends a SIGSTOPped process.
+        // It fails with InvalidInput only if the child was already reaped,
+        // which cannot happen since we own it; ignore "already exited".
+        match child.kill() {
+            Err(source) if source.kind() != std::io::ErrorKind::InvalidInput => {
+                // Still try to reap so that no zombie is left behind.
+                let _ = child.try_wait();
+                return Err(TestkitError::Signal {
+                    index: self.index,
+                    pid,
+                    signal: "SIGKILL",
+                    source,
+                });
+            }
+            _ => {}
+        }
+        child.wait().map_err(|source| TestkitError::Signal {
+            index: self.index,
+            pid,
+            signal: "wait after SIGKILL",
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Kills the process if running, then starts a fresh, empty one on the
+    /// same port and waits for `PING`.
+    pub(crate) fn restart(&mut self) -> Result<(), TestkitError> {
+        self.kill()?;
+        let mut last_err = None;
+        for attempt in 0..START_ATTEMPTS {
+            if attempt > 0 {
+                thread::sleep(Duration::from_millis(100));
+            }
+            match self.spawn_and_wait() {
+                Ok(()) => return Ok(()),
+                Err(e @ (TestkitError::RedisServerMissing { .. } | TestkitError::Spawn { .. })) => {
+                    return Err(e);
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or(TestkitError::StartFailed {
+            index: self.index,
+            port: self.port,
+            waited: Duration::ZERO,
+            reason: "no attempt was made".to_owned(),
+            log_tail: String::new(),
+        }))
+    }
+
+    /// `SIGSTOP`. A no-op if already paused.
+    pub(crate) fn pause(&mut self) -> Result<(), TestkitError> {
+        self.signal(libc::SIGSTOP, "SIGSTOP", "pause")?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// `SIGCONT`. A no-op (but still sent) if not paused.
+    pub(crate) fn resume(&mut self) -> Result<(), TestkitError> {
+        self.signal(libc::SIGCONT, "SIGCONT", "resume")?;
+        self.paused = false;
+        Ok(())
+    }
+
+    fn signal(
+        &mut self,
+        sig: libc::c_int,
+        signal: &'static str,
+        operation: &'static str,
+    ) -> Result<(), TestkitError> {
+        self.refresh();
+        let Some(child) = &self.child else {
+            return Err(TestkitError::NodeDown {
+                index: self.index,
+                operation,
+            });
+        };
+        let pid = child.id();
+        let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+            return Err(TestkitError::Signal {
+                index: self.index,
+                pid,
+                signal,
+                source: std::io::Error::other("pid does not fit in pid_t"),
+            });
+        };
+        // SAFETY: `kill(2)` has no memory-safety preconditions. The pid is
+        // that of our own child, which has not been reaped (we hold the
+        // `Child` and only reap through it), so it cannot have been reused by
+        // another process.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(raw_pid, sig) };
+        if rc != 0 {
+            return Err(TestkitError::Signal {
+                index: self.index,
+                pid,
+                signal,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Reaps the child if it exited by itself.
+    fn refresh(&mut self) {
+        let exited = match &mut self.child {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => false,
+        };
+        if exited {
+            self.child = None;
+            self.paused = false;
+        }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<(), TestkitError> {
+        let log = self.log_path();
+        // A fresh log per attempt so that the tail in errors is relevant.
+        let _ = std::fs::remove_file(&log);
+        let child = Command::new(&self.bin)
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .args(["--protected-mode", "no"])
+            .args(["--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| {
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    TestkitError::RedisServerMissing {
+                        configured: Some(self.bin.clone()),
+                    }
+                } else {
+                    TestkitError::Spawn {
+                        index: self.index,
+                        bin: self.bin.clone(),
+                        source,
+                    }
+                }
+            })?;
+        self.child = Some(child);
+        self.paused = false;
+
+        let started = Instant::now();
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Some(status) = self.exit_status() {
+                self.child = None;
+                return Err(self.start_failed(started, format!("redis-server exited: {status}")));
+            }
+            if ping(addr) {
+                // Make sure the PONG came from our process and not from a
+                // server that grabbed the port first (ours then exits).
+                thread::sleep(Duration::from_millis(5));
+                if self.exit_status().is_none() {
+                    return Ok(());
+                }
+                continue;
+            }
+            if started.elapsed() >= START_DEADLINE {
+                let err = self.start_failed(started, "no PONG before the deadline".to_owned());
+                let _ = self.kill();
+                return Err(err);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `Some(status)` if the child has exited (or cannot be polled).
+    fn exit_status(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(None) => None,
+            Ok(Some(status)) => Some(status.to_string()),
+            Err(e) => Some(format!("cannot poll the process: {e}")),
+        }
+    }
+
+    fn start_failed(&self, started: Instant, reason: String) -> TestkitError {
+        TestkitError::StartFailed {
+            index: self.index,
+            port: self.port,
+            waited: started.elapsed(),
+            reason,
+            log_tail: log_tail(&self.log_path()),
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+/// Sends an inline `PING` and checks for `+PONG`.
+fn ping(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(250)) else {
+        return false;
+    };
+    if stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .is_err()
+        || stream.write_all(b"PING\r\n").is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    let mut len = 0;
+    while len < buf.len() {
+        match stream.read(&mut buf[len..]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => len += n,
+        }
+        if buf[..len].ends_with(b"\r\n") {
+            break;
+        }
+    }
+    buf[..len].starts_with(b"+PONG")
+}
+
+/// Asks the OS for a currently free port on 127.0.0.1. Racy by nature: the
+/// caller retries with another port if the server cannot bind it.
+fn free_port() -> Result<u16, TestkitError> {
+    let listener =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| TestkitError::Io {
+            context: "binding 127.0.0.1:0 to find a free port".to_owned(),
+            source,
+        })?;
+    let port = listener
+        .local_addr()
+        .map_err(|source| TestkitError::Io {
+            context: "reading the address of a free-port probe".to_owned(),
+            source,
+        })?
+        .port();
+    Ok(port)
+}
+
+fn log_tail(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            let start = lines.len().saturating_sub(LOG_TAIL_LINES);
+            if lines.is_empty() {
+                format!("(log {} is empty)", path.display())
+            } else {
+                lines[start..].join("\n")
+            }
+        }
+        Err(e) => format!("(could not read log {}: {e})", path.display()),
+    }
+}

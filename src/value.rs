@@ -1,0 +1,42 @@
+//! Lock values: one fresh random value per attempt.
+
+use rand::TryRng;
+
+/// Bytes of randomness in a lock value (160 bits).
+const VALUE_BYTES: usize = 20;
+
+/// A fresh value for one attempt: 160 bits from the operating system's
+/// CSPRNG, hex-encoded. Values are never reused across attempts, so a late
+/// reply to one attempt can never count for the next.
+///
+/// Should the OS source fail, the thread-local CSPRNG (itself seeded from
+/// the OS) is used instead, so acquisition never fails for want of entropy.
+pub(crate) fn fresh() -> String {
+    let mut bytes = [0u8; VALUE_BYTES];
+    if rand::rngs::SysRng.try_fill_bytes(&mut bytes).is_err() {
+        tracing::warn!("OS random source failed; using the thread-local CSPRNG for a lock value");
+        rand::fill(&mut bytes);
+    }
+    let mut hex = String::with_capacity(VALUE_BYTES * 2);
+    for byte in bytes {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_160_bit_hex_and_distinct() {
+        let a = fresh();
+        let b = fresh();
+        assert_eq!(a.len(), 40);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

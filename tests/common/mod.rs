@@ -1,0 +1,179 @@
+//! Shared helpers of the integration tests: nodes to run against, key
+//! inspection, and the mutual-exclusion checker.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redquorum::testkit::LocalCluster;
+use redquorum::{Config, Redlock};
+use tokio::time::Instant;
+
+/// Starts `n` local redis-server nodes, or explains what is missing.
+pub fn cluster(n: usize) -> LocalCluster {
+    match LocalCluster::start(n) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start local Redis nodes: {e}"),
+    }
+}
+
+/// Nodes for tests that need no fault injection: those of `REDLOCK_NODES`
+/// (comma-separated URLs) when set, five local nodes otherwise.
+pub enum Nodes {
+    /// Local redis-server processes, killed on drop.
+    Local(LocalCluster),
+    /// External nodes, e.g. the docker-compose ones.
+    External(Vec<String>),
+}
+
+impl Nodes {
+    pub fn get() -> Nodes {
+        match std::env::var("REDLOCK_NODES") {
+            Ok(list) if !list.trim().is_empty() => Nodes::External(
+                list.split(',')
+                    .map(|u| u.trim().to_owned())
+                    .filter(|u| !u.is_empty())
+                    .collect(),
+            ),
+            _ => Nodes::Local(cluster(5)),
+        }
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        match self {
+            Nodes::Local(c) => c.urls(),
+            Nodes::External(urls) => urls.clone(),
+        }
+    }
+
+    pub fn direct_urls(&self) -> Vec<String> {
+        match self {
+            Nodes::Local(c) => c.direct_urls(),
+            Nodes::External(urls) => urls.clone(),
+        }
+    }
+}
+
+/// A resource name no other test (or earlier run on external nodes) uses.
+pub fn unique(name: &str) -> String {
+    format!("{name}-{:016x}", rand::random::<u64>())
+}
+
+/// The key redquorum uses for `resource` with the default prefix.
+pub fn key(resource: &str) -> String {
+    format!("redquorum:lock:{resource}")
+}
+
+/// A config for tests: fast retries, a node timeout that tolerates a
+/// loaded machine.
+pub fn fast_config() -> Config {
+    Config::default()
+        .with_retry_count(3)
+        .with_retry_delay(Duration::from_millis(20))
+        .with_retry_jitter(Duration::from_millis(10))
+        .with_node_timeout(Duration::from_millis(200))
+}
+
+pub fn redlock(urls: &[String], config: Config) -> Redlock {
+    match Redlock::with_config(urls.iter().map(String::as_str), config) {
+        Ok(r) => r,
+        Err(e) => panic!("redlock: {e}"),
+    }
+}
+
+/// Runs a command on the node at `url` (direct, synchronous: for assertions).
+pub fn query<T: redis::FromRedisValue>(url: &str, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+    let client = redis::Client::open(url)?;
+    let mut con = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    con.set_read_timeout(Some(Duration::from_secs(2)))?;
+    cmd.query(&mut con)
+}
+
+/// The value stored at `key` on the node at `url`, if any.
+pub fn get(url: &str, key: &str) -> Option<String> {
+    match query::<Option<String>>(url, redis::cmd("GET").arg(key)) {
+        Ok(v) => v,
+        Err(e) => panic!("GET {key} on {url}: {e}"),
+    }
+}
+
+/// Sets `key` to `value` with a TTL on the node at `url`.
+pub fn set(url: &str, key: &str, value: &str, ttl: Duration) {
+    let ms = ttl.as_millis() as u64;
+    if let Err(e) = query::<()>(url, redis::cmd("SET").arg(key).arg(value).arg("PX").arg(ms)) {
+        panic!("SET {key} on {url}: {e}");
+    }
+}
+
+/// How many of `urls` hold `key` with `value`.
+pub fn holders(urls: &[String], key: &str, value: &str) -> usize {
+    urls.iter()
+        .filter(|u| get(u, key).as_deref() == Some(value))
+        .count()
+}
+
+/// Polls `cond` every 10 ms until it holds or `limit` passes; returns whether it held.
+pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// One holder's claim: exclusive from `start` to `end` (monotonic clock).
+#[derive(Clone, Copy, Debug)]
+pub struct Hold {
+    pub holder: usize,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+/// Records holds from many tasks and finds overlaps between different holders.
+#[derive(Clone, Default)]
+pub struct History {
+    holds: Arc<Mutex<Vec<Hold>>>,
+}
+
+impl History {
+    pub fn record(
+        &self,
+        holder: usize,
+        start: Instant,
+        valid_until: Instant,
+        released_at: Instant,
+    ) {
+        let end = valid_until.min(released_at);
+        self.holds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Hold { holder, start, end });
+    }
+
+    pub fn holds(&self) -> Vec<Hold> {
+        self.holds.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Pairs of holds by different holders whose intervals intersect.
+    pub fn overlaps(&self) -> Vec<(Hold, Hold)> {
+        let mut holds = self.holds();
+        holds.sort_by_key(|h| h.start);
+        let mut found = Vec::new();
+        for (i, a) in holds.iter().enumerate() {
+            for b in &holds[i + 1..] {
+                if b.start >= a.end {
+                    break;
+                }
+                if a.holder != b.holder {
+                    found.push((*a, *b));
+                }
+            }
+        }
+        found
+    }
+}

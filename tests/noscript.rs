@@ -1,0 +1,79 @@
+//! Scripts survive `SCRIPT FLUSH` and node restarts (NOSCRIPT is handled).
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[tokio::test]
+async fn release_and_extend_work_after_script_flush_on_every_node() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("flushed");
+    // Load the scripts once.
+    let mut guard = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .unwrap();
+    guard.extend(Duration::from_secs(10)).await.unwrap();
+    // The lock lands on every node (late ones too) before the flush.
+    let value = guard.value().to_owned();
+    let everywhere = || holders(&urls, &key(&resource), &value);
+    assert!(eventually(Duration::from_secs(2), || everywhere() == urls.len()).await);
+    for url in &urls {
+        query::<()>(url, &redis::cmd("SCRIPT").arg("FLUSH").to_owned()).unwrap();
+    }
+    guard
+        .extend(Duration::from_secs(20))
+        .await
+        .expect("extend after SCRIPT FLUSH");
+    // Extend returns at quorum; the last nodes reload the script and follow.
+    for url in &urls {
+        let pttl = || query::<i64>(url, redis::cmd("PTTL").arg(key(&resource))).unwrap();
+        let applied = eventually(Duration::from_secs(2), || pttl() > 10_000).await;
+        assert!(applied, "extend did not apply on {url}: PTTL {}", pttl());
+    }
+    for url in &urls {
+        query::<()>(url, &redis::cmd("SCRIPT").arg("FLUSH").to_owned()).unwrap();
+    }
+    guard.release().await.expect("release after SCRIPT FLUSH");
+    assert!(eventually(Duration::from_secs(2), || everywhere() == 0).await);
+}
+
+#[tokio::test]
+async fn scripts_work_again_on_a_restarted_node() {
+    let cluster = cluster(5);
+    let urls = cluster.direct_urls();
+    let redlock = redlock(&cluster.urls(), fast_config());
+    let guard = redlock
+        .try_lock("before", Duration::from_secs(10))
+        .await
+        .unwrap();
+    guard.release().await.unwrap();
+    for i in 0..5 {
+        cluster.restart(i).unwrap();
+    }
+    // The first call on each node may fail on the dead connection; retries
+    // reconnect.
+    let mut guard = redlock
+        .lock("after", Duration::from_secs(10))
+        .await
+        .expect("lock after restarts");
+    guard
+        .extend(Duration::from_secs(10))
+        .await
+        .expect("extend after restarts");
+    let value = guard.value().to_owned();
+    guard.release().await.expect("release after restarts");
+    assert!(
+        eventually(Duration::from_secs(2), || holders(
+            &urls,
+            &key("after"),
+            &value
+        ) == 0)
+        .await
+    );
+}

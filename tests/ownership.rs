@@ -1,0 +1,176 @@
+//! Ownership: only the holder's value releases or extends, a second release
+//! or a late one never touches the next owner, extend never re-creates.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use redquorum::Error;
+
+#[tokio::test]
+async fn a_foreign_value_cannot_release_or_extend_and_the_owner_keeps_the_lock() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("foreign");
+    let mut owner = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .unwrap();
+    // Another client whose value differs: overwrite our value on the nodes
+    // under a second guard's nose is not possible, so impersonate a
+    // stranger: a lock on the same resource through another Redlock fails...
+    let stranger = redlock.try_lock(&resource, Duration::from_secs(10)).await;
+    assert!(
+        matches!(stranger, Err(Error::NotAcquired(ref a)) if a.is_contended()),
+        "{stranger:?}"
+    );
+    // ...and a guard whose keys were taken over by someone else can neither
+    // extend nor release them.
+    for url in &urls {
+        set(
+            url,
+            &key(&resource),
+            "someone-else",
+            Duration::from_secs(10),
+        );
+    }
+    assert!(matches!(
+        owner.extend(Duration::from_secs(10)).await,
+        Err(Error::Expired)
+    ));
+    assert!(matches!(owner.release().await, Err(Error::Expired)));
+    assert_eq!(holders(&urls, &key(&resource), "someone-else"), urls.len());
+}
+
+#[tokio::test]
+async fn release_after_expiry_is_reported_and_spares_the_new_owner() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("expiry");
+    let first = redlock
+        .try_lock(&resource, Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(first.is_expired());
+    let second = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .expect("free after TTL");
+    let err = first
+        .release()
+        .await
+        .expect_err("the first lock had expired");
+    assert!(matches!(err, Error::Expired), "{err:?}");
+    assert_eq!(
+        holders(&urls, &key(&resource), second.value()),
+        urls.len(),
+        "new owner's keys touched"
+    );
+    second.release().await.expect("new owner releases");
+}
+
+#[tokio::test]
+async fn release_deletes_every_copy_and_the_next_owner_gets_the_lock_at_once() {
+    // Releasing twice cannot be written: `release` consumes the guard (see
+    // the compile_fail example on `LockGuard::release`).
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(0));
+    let resource = unique("twice");
+    let first = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let value = first.value().to_owned();
+    first.release().await.expect("first release");
+    assert!(
+        eventually(Duration::from_secs(2), || holders(
+            &urls,
+            &key(&resource),
+            &value
+        ) == 0)
+        .await
+    );
+    let next = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .expect("free after release");
+    assert_ne!(next.value(), value, "a value was reused");
+    assert_eq!(holders(&urls, &key(&resource), next.value()), urls.len());
+    next.release().await.expect("next owner releases");
+}
+
+#[tokio::test]
+async fn extend_after_expiry_fails_without_recreating_the_key() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("late-extend");
+    let mut guard = redlock
+        .try_lock(&resource, Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let err = guard
+        .extend(Duration::from_secs(10))
+        .await
+        .expect_err("expired");
+    assert!(matches!(err, Error::Expired), "{err:?}");
+    assert_eq!(holders(&urls, &key(&resource), guard.value()), 0);
+    for url in &urls {
+        assert_eq!(get(url, &key(&resource)), None, "key re-created on {url}");
+    }
+}
+
+#[tokio::test]
+async fn extend_of_a_key_gone_from_a_quorum_fails_and_does_not_recreate_it() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("gone");
+    let mut guard = redlock
+        .try_lock(&resource, Duration::from_secs(10))
+        .await
+        .unwrap();
+    // A forward clock jump on three nodes: the key expires there early.
+    for url in &urls[..3] {
+        query::<()>(url, redis::cmd("DEL").arg(key(&resource))).unwrap();
+    }
+    let err = guard
+        .extend(Duration::from_secs(10))
+        .await
+        .expect_err("gone from a quorum");
+    assert!(matches!(err, Error::Expired), "{err:?}");
+    assert!(
+        guard.is_expired(),
+        "guard still claims validity after a failed extend"
+    );
+    for url in &urls[..3] {
+        assert_eq!(get(url, &key(&resource)), None, "key re-created on {url}");
+    }
+}
+
+#[tokio::test]
+async fn extend_moves_the_deadline_and_the_ttl_on_every_node() {
+    let nodes = Nodes::get();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("extend");
+    let mut guard = redlock
+        .try_lock(&resource, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let before = guard.valid_until();
+    guard.extend(Duration::from_secs(60)).await.expect("extend");
+    assert!(guard.valid_until() > before + Duration::from_secs(30));
+    for url in &urls {
+        let ttl: i64 = query(url, redis::cmd("PTTL").arg(key(&resource))).unwrap();
+        assert!(ttl > 30_000, "PTTL {ttl} on {url}");
+    }
+    guard.release().await.expect("release");
+}
