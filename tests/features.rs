@@ -3,8 +3,9 @@
 
 #[test]
 fn integration_tests_are_run_with_the_testkit_feature() {
+    let enabled = std::hint::black_box(cfg!(feature = "testkit"));
     assert!(
-        cfg!(feature = "testkit"),
+        enabled,
         "the integration tests need local redis-server nodes: run `bash scripts/test.sh` \
          (or `cargo test --all-features`)"
     );
