@@ -223,3 +223,30 @@ async fn slow_node_is_not_waited_for_and_its_late_set_is_cleaned_up_by_release()
         "release left the late key on the slow node"
     );
 }
+
+#[tokio::test]
+async fn a_node_down_at_start_is_a_failing_vote_and_is_used_once_it_comes_back() {
+    let cluster = cluster(5);
+    cluster.kill(0).unwrap();
+    let redlock = redlock(&cluster.urls(), fast_config());
+    let guard = redlock.try_lock("late-node", TTL).await.expect("4 of 5 up");
+    guard.release().await.expect("release");
+    cluster.restart(0).unwrap();
+    let direct = cluster.direct_url(0);
+    // The node's connection reopens by itself: within a few attempts the
+    // lock lands on it again.
+    let mut landed = false;
+    for _ in 0..50 {
+        let guard = redlock.try_lock("late-node", TTL).await.expect("all up");
+        let value = guard.value().to_owned();
+        landed = eventually(Duration::from_millis(300), || {
+            get(&direct, &key("late-node")).as_deref() == Some(value.as_str())
+        })
+        .await;
+        guard.release().await.expect("release");
+        if landed {
+            break;
+        }
+    }
+    assert!(landed, "the restarted node never took part again");
+}
