@@ -65,13 +65,13 @@ pub fn key(resource: &str) -> String {
 }
 
 /// A config for tests: fast retries, a node timeout that tolerates a
-/// loaded machine.
+/// heavily loaded machine (dead nodes refuse at once anyway).
 pub fn fast_config() -> Config {
     Config::default()
         .with_retry_count(3)
         .with_retry_delay(Duration::from_millis(20))
         .with_retry_jitter(Duration::from_millis(10))
-        .with_node_timeout(Duration::from_millis(200))
+        .with_node_timeout(Duration::from_secs(1))
 }
 
 pub fn redlock(urls: &[String], config: Config) -> Redlock {
@@ -176,4 +176,14 @@ impl History {
         }
         found
     }
+}
+
+/// Waits (up to 2 s) until exactly `count` of `urls` hold `key` with
+/// `value`. A lock is granted at quorum; the slower nodes follow a moment
+/// later, so counts of "every node" are checked this way.
+pub async fn settles_on(urls: &[String], key: &str, value: &str, count: usize) -> bool {
+    eventually(Duration::from_secs(2), || {
+        holders(urls, key, value) == count
+    })
+    .await
 }
