@@ -149,13 +149,7 @@ async fn paused_node_does_not_block_try_lock_and_release_cleans_it_after_resume(
     let config = fast_config().with_node_timeout(Duration::from_secs(2));
     let redlock = redlock(&cluster.urls(), config);
     // Open every connection first, so the paused node is paused mid-session.
-    redlock
-        .try_lock("warm-up", TTL)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    warm_up(&redlock).await;
     cluster.pause(2).unwrap();
     let started = Instant::now();
     let guard = redlock
@@ -189,13 +183,7 @@ async fn slow_node_is_not_waited_for_and_its_late_set_is_cleaned_up_by_release()
         &cluster.urls(),
         fast_config().with_node_timeout(Duration::from_secs(2)),
     );
-    redlock
-        .try_lock("warm-up", TTL)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    warm_up(&redlock).await;
     let delay = Duration::from_millis(300);
     cluster.set_proxy(4, ProxyMode::Delay(delay));
     let guard = redlock

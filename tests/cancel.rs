@@ -18,13 +18,7 @@ async fn lock_future_dropped_by_a_tiny_timeout_leaves_no_key() {
         &cluster.urls(),
         fast_config().with_node_timeout(Duration::from_secs(2)),
     );
-    redlock
-        .try_lock("warm-up", TTL)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    warm_up(&redlock).await;
     // Slow every node so the SETs are in flight when the timeout fires.
     for i in 0..5 {
         cluster.set_proxy(i, ProxyMode::Delay(Duration::from_millis(40)));

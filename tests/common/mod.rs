@@ -187,3 +187,18 @@ pub async fn settles_on(urls: &[String], key: &str, value: &str, count: usize) -
     })
     .await
 }
+
+/// Opens every node connection of `redlock` (a lock taken and released),
+/// so that faults injected next hit an established session.
+pub async fn warm_up(redlock: &Redlock) {
+    let guard = match redlock
+        .try_lock(&unique("warm-up"), Duration::from_secs(10))
+        .await
+    {
+        Ok(guard) => guard,
+        Err(e) => panic!("warm-up lock: {e}"),
+    };
+    if let Err(e) = guard.release().await {
+        panic!("warm-up release: {e}");
+    }
+}
