@@ -205,3 +205,38 @@ impl fmt::Debug for Run {
         f.write_str(&self.summary("run", 0))
     }
 }
+
+/// Runs the workload for `duration` while `fault` runs alongside (it
+/// returns how many faults it injected), prints the summary, and asserts
+/// the invariants every scenario must keep: no overlap, no lost update, no
+/// hang, no `Ok` without validity. Returns the run for further checks.
+pub async fn scenario<F>(
+    name: &str,
+    urls: &[String],
+    params: &Params,
+    duration: Duration,
+    fault: F,
+) -> Run
+where
+    F: std::future::Future<Output = usize>,
+{
+    let run = Run::new();
+    let until = Instant::now() + duration;
+    let (faults, ()) = tokio::join!(fault, run.drive(urls, params, until));
+    let summary = run.summary(name, faults);
+    eprintln!("{summary}");
+    assert_eq!(run.history.overlaps(), vec![], "{summary}");
+    assert_eq!(run.counter.lost_updates(), 0, "{summary}");
+    assert_eq!(run.failures("hang"), 0, "{summary}");
+    assert_eq!(run.empty_validity(), 0, "{summary}");
+    run
+}
+
+/// Holds that started (lock() returned) within `[from, to]`.
+pub fn started_between(run: &Run, from: Instant, to: Instant) -> usize {
+    run.history
+        .holds()
+        .iter()
+        .filter(|h| h.start >= from && h.start <= to)
+        .count()
+}
