@@ -385,7 +385,6 @@ impl Redlock {
     async fn acquire(&self, resources: &[&str], ttl: Duration, retries: u32) -> Result<LockGuard> {
         request::check_resources(resources)?;
         let ttl = Ttl::new(ttl, &self.shared.config)?;
-        crate::check::warn_once(&self.shared);
         let mut names: Vec<String> = Vec::with_capacity(resources.len());
         for resource in resources {
             if !names.iter().any(|n| n == resource) {
@@ -400,7 +399,10 @@ impl Redlock {
         loop {
             attempt += 1;
             tracing::debug!(resource = %resources[0], attempt, "acquire attempt");
-            let failure = match self.attempt(&resources, &keys, &ttl).await {
+            let outcome = self.attempt(&resources, &keys, &ttl).await;
+            // After the first attempt, so that the checks never slow it down.
+            crate::check::warn_once(&self.shared);
+            let failure = match outcome {
                 Ok(guard) => return Ok(guard),
                 Err(failure) => failure,
             };
