@@ -22,10 +22,15 @@
 
 mod cluster;
 mod error;
+mod history;
+mod nemesis;
 mod proxy;
+mod resp;
 mod server;
 
 pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use error::TestkitError;
+pub use history::{Counter, History, Hold};
+pub use nemesis::{FaultKind, Nemesis, NemesisReport, SEED_ENV};
 pub use proxy::ProxyMode;
 pub use server::NodeState;

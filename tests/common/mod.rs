@@ -2,7 +2,8 @@
 //! inspection, and the mutual-exclusion checker.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
+pub mod workload;
+
 use std::time::Duration;
 
 use redquorum::testkit::LocalCluster;
@@ -126,58 +127,6 @@ pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool
     }
 }
 
-/// One holder's claim: exclusive from `start` to `end` (monotonic clock).
-#[derive(Clone, Copy, Debug)]
-pub struct Hold {
-    pub holder: usize,
-    pub start: Instant,
-    pub end: Instant,
-}
-
-/// Records holds from many tasks and finds overlaps between different holders.
-#[derive(Clone, Default)]
-pub struct History {
-    holds: Arc<Mutex<Vec<Hold>>>,
-}
-
-impl History {
-    pub fn record(
-        &self,
-        holder: usize,
-        start: Instant,
-        valid_until: Instant,
-        released_at: Instant,
-    ) {
-        let end = valid_until.min(released_at);
-        self.holds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Hold { holder, start, end });
-    }
-
-    pub fn holds(&self) -> Vec<Hold> {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Pairs of holds by different holders whose intervals intersect.
-    pub fn overlaps(&self) -> Vec<(Hold, Hold)> {
-        let mut holds = self.holds();
-        holds.sort_by_key(|h| h.start);
-        let mut found = Vec::new();
-        for (i, a) in holds.iter().enumerate() {
-            for b in &holds[i + 1..] {
-                if b.start >= a.end {
-                    break;
-                }
-                if a.holder != b.holder {
-                    found.push((*a, *b));
-                }
-            }
-        }
-        found
-    }
-}
-
 /// Waits (up to 2 s) until exactly `count` of `urls` hold `key` with
 /// `value`. A lock is granted at quorum; the slower nodes follow a moment
 /// later, so counts of "every node" are checked this way.
@@ -202,3 +151,7 @@ pub async fn warm_up(redlock: &Redlock) {
         panic!("warm-up release: {e}");
     }
 }
+
+/// The mutual-exclusion checker lives in the testkit.
+#[allow(unused_imports)]
+pub use redquorum::testkit::{History, Hold};
