@@ -480,3 +480,86 @@ fn nodes_come_from_redlock_nodes_when_no_flag_is_given() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("3 nodes, quorum 2"), "{out}");
 }
+
+#[test]
+fn a_command_that_outlives_the_ttl_keeps_the_lock() {
+    let nodes = cluster(5);
+    let resource = unique("cli-keepalive");
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--ttl", "1s"],
+        &["sh", "-c", "echo up; read x; exit 0"],
+    );
+    let mut child = spawn(command);
+    assert_eq!(first_line(&mut child), "up");
+    // Well past the TTL: only extensions can still hold the lock.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let mut contender = redquorum(&nodes.urls());
+    run_args(&mut contender, &resource, &["--no-wait"], &["true"]);
+    let (code, _, err) = output(contender);
+    assert_eq!(code, Some(EX_TEMPFAIL), "{err}");
+    assert!(err.contains("held by another owner"), "{err}");
+    finish(&mut child);
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&mut child));
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let nodes = cluster(3);
+    let mut command = redquorum_with_timeout(&nodes.urls(), "300ms");
+    run_args(
+        &mut command,
+        &unique("cli-grace"),
+        &["--ttl", "1s", "--grace", "500ms"],
+        &[
+            "sh",
+            "-c",
+            "trap '' TERM; echo up; while :; do sleep 0.1; done",
+        ],
+    );
+    let mut child = spawn(command);
+    assert_eq!(first_line(&mut child), "up");
+    for i in 0..2 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let status = wait(&mut child, HANG);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(err.contains("SIGKILL"), "{err}");
+}
+
+#[test]
+fn sigint_while_waiting_for_the_lock_gives_up_with_130_and_leaves_the_holder_alone() {
+    let nodes = cluster(3);
+    let resource = unique("cli-int-wait");
+    let mut holder = redquorum(&nodes.urls());
+    run_args(
+        &mut holder,
+        &resource,
+        &[],
+        &["sh", "-c", "echo \"$REDQUORUM_LOCK_VALUE\"; read x; exit 0"],
+    );
+    let mut holder = spawn(holder);
+    let value = first_line(&mut holder);
+
+    let mut waiter = redquorum(&nodes.urls());
+    run_args(&mut waiter, &resource, &["--wait", "60s"], &["true"]);
+    let mut waiter = spawn(waiter);
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Command::new("kill")
+        .args(["-INT", &waiter.id().to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT failed");
+    let status = wait(&mut waiter, HANG);
+    let err = stderr(&mut waiter);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("while waiting for the lock"), "{err}");
+    assert!(holders(&nodes.direct_urls(), &key(&resource), &value) >= 2);
+    finish(&mut holder);
+    assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+}
