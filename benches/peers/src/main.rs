@@ -55,7 +55,10 @@ impl Lib {
         let resource = fresh("extend");
         match self {
             Lib::Ours(r) => {
-                let mut guard = r.try_lock(&resource, TTL).await.expect("redquorum try_lock");
+                let mut guard = r
+                    .try_lock(&resource, TTL)
+                    .await
+                    .expect("redquorum try_lock");
                 let start = Instant::now();
                 for _ in 0..n {
                     guard.extend(TTL).await.expect("redquorum extend");
@@ -148,7 +151,12 @@ async fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--secs" => secs = args.next().and_then(|s| s.parse().ok()).expect("--secs N"),
-            "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).expect("--rounds N"),
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .expect("--rounds N")
+            }
             "--json" => json = args.next(),
             other => panic!("unknown argument {other}; use --secs N --rounds N --json PATH"),
         }
@@ -167,7 +175,12 @@ async fn main() {
             urls
         }
     };
-    let ours = Lib::Ours(Redlock::new(urls.iter().map(String::as_str)).expect("redquorum"));
+    // rslock has no per-call timeout; give ours a generous one so that a
+    // starved machine does not turn slow answers into failed pairs.
+    let config = redquorum::Config::default().with_node_timeout(Duration::from_secs(2));
+    let ours = Lib::Ours(
+        Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"),
+    );
     let peer = Lib::Peer(Arc::new(LockManager::new(urls.clone())));
     // Connect both before timing anything.
     for lib in [&ours, &peer] {
@@ -176,7 +189,12 @@ async fn main() {
         }
     }
 
-    let (mut lat, mut seq, mut tp, mut ext) = ([vec![], vec![]], [vec![], vec![]], [vec![], vec![]], [vec![], vec![]]);
+    let (mut lat, mut seq, mut tp, mut ext) = (
+        [vec![], vec![]],
+        [vec![], vec![]],
+        [vec![], vec![]],
+        [vec![], vec![]],
+    );
     for round in 0..rounds {
         // Alternate which library goes first.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -194,17 +212,50 @@ async fn main() {
     let [tp_o, tp_p] = tp;
     let [ext_o, ext_p] = ext;
     let rows = [
-        Row { scenario: "acquire+release latency (1 task)", unit: "us", ours: median(lat_o), peer: median(lat_p), higher_is_better: false },
-        Row { scenario: "sequential pairs/s (1 task)", unit: "pairs/s", ours: median(seq_o), peer: median(seq_p), higher_is_better: true },
-        Row { scenario: "throughput pairs/s (64 tasks)", unit: "pairs/s", ours: median(tp_o), peer: median(tp_p), higher_is_better: true },
-        Row { scenario: "extend latency", unit: "us", ours: median(ext_o), peer: median(ext_p), higher_is_better: false },
+        Row {
+            scenario: "acquire+release latency (1 task)",
+            unit: "us",
+            ours: median(lat_o),
+            peer: median(lat_p),
+            higher_is_better: false,
+        },
+        Row {
+            scenario: "sequential pairs/s (1 task)",
+            unit: "pairs/s",
+            ours: median(seq_o),
+            peer: median(seq_p),
+            higher_is_better: true,
+        },
+        Row {
+            scenario: "throughput pairs/s (64 tasks)",
+            unit: "pairs/s",
+            ours: median(tp_o),
+            peer: median(tp_p),
+            higher_is_better: true,
+        },
+        Row {
+            scenario: "extend latency",
+            unit: "us",
+            ours: median(ext_o),
+            peer: median(ext_p),
+            higher_is_better: false,
+        },
     ];
 
-    println!("redquorum vs rslock 0.9, 5 nodes, {rounds} rounds x {per_round:.1?} per scenario, medians");
+    println!(
+        "redquorum vs rslock 0.9, 5 nodes, {rounds} rounds x {per_round:.1?} per scenario, medians"
+    );
     println!("| scenario | unit | ours | rslock | ratio (>1: ours better) |");
     println!("|---|---|---:|---:|---:|");
     for r in &rows {
-        println!("| {} | {} | {:.0} | {:.0} | {:.2} |", r.scenario, r.unit, r.ours, r.peer, r.ratio());
+        println!(
+            "| {} | {} | {:.0} | {:.0} | {:.2} |",
+            r.scenario,
+            r.unit,
+            r.ours,
+            r.peer,
+            r.ratio()
+        );
     }
     if let Some(path) = json {
         let body: Vec<String> = rows
