@@ -12,6 +12,8 @@
 //! Groups (criterion ids, used by `scripts/bench-chart.py`):
 //! - `floor/set_nx_px+del`: one node, `SET NX PX` then the compare-and-delete
 //!   script (EVALSHA) over one `ConnectionManager` on the direct port.
+//! - `floor/5-nodes-raw`: the same two commands sent to all five nodes at
+//!   once (`join_all`, no timeouts, no quorum logic): what the machine allows.
 //! - `uncontended/acquire+release`: `try_lock` + `release` on 5 nodes, one task.
 //! - `uncontended/acquire`: `try_lock` alone (the guard is released untimed).
 //! - `uncontended/extend`: `extend` of a held lock.
@@ -187,6 +189,65 @@ fn benches(c: &mut Criterion) {
                                 Err(e) => panic!("release: {e}"),
                             };
                         assert_eq!(deleted, 1);
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        // The same two commands on all five nodes at once, waiting for
+        // every answer: what the machine allows before any lock logic.
+        let mut conns = Vec::new();
+        for url in &direct {
+            let client = match redis::Client::open(url.as_str()) {
+                Ok(c) => c,
+                Err(e) => panic!("client: {e}"),
+            };
+            match rt.block_on(ConnectionManager::new(client)) {
+                Ok(c) => conns.push(c),
+                Err(e) => panic!("connect: {e}"),
+            }
+        }
+        group.bench_function("5-nodes-raw", |b| {
+            b.iter_custom(|iters| {
+                let (key, release, conns) = (&key, &release, &conns);
+                rt.block_on(async move {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let sets = conns.iter().map(|conn| {
+                            let mut conn = conn.clone();
+                            async move {
+                                redis::cmd("SET")
+                                    .arg(key)
+                                    .arg("v")
+                                    .arg("NX")
+                                    .arg("PX")
+                                    .arg(10_000)
+                                    .query_async::<Option<String>>(&mut conn)
+                                    .await
+                            }
+                        });
+                        for set in futures::future::join_all(sets).await {
+                            match set {
+                                Ok(Some(_)) => {}
+                                other => panic!("SET: {other:?}"),
+                            }
+                        }
+                        let dels = conns.iter().map(|conn| {
+                            let mut conn = conn.clone();
+                            async move {
+                                release
+                                    .key(key)
+                                    .arg("v")
+                                    .invoke_async::<i64>(&mut conn)
+                                    .await
+                            }
+                        });
+                        for del in futures::future::join_all(dels).await {
+                            match del {
+                                Ok(1) => {}
+                                other => panic!("release: {other:?}"),
+                            }
+                        }
                     }
                     start.elapsed()
                 })

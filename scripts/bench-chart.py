@@ -24,6 +24,7 @@ import sys
 # "ours" a redquorum scenario.
 SCENARIOS = [
     ("floor/set_nx_px+del", "1 node SET NX PX + del (floor)", "floor"),
+    ("floor/5-nodes-raw", "5 nodes raw SET + del, join_all (floor)", "floor"),
     ("uncontended/acquire+release", "acquire+release, 5 nodes", "ours"),
     ("uncontended/acquire", "acquire, 5 nodes", "ours"),
     ("uncontended/extend", "extend, 5 nodes", "ours"),
