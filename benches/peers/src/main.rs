@@ -96,9 +96,27 @@ async fn sequential(lib: &Lib, secs: Duration) -> (Duration, f64) {
     (samples[samples.len() / 2], rate)
 }
 
-/// Pairs per second with `tasks` tasks on distinct resources for `secs`.
-async fn concurrent(lib: &Lib, tasks: usize, secs: Duration) -> f64 {
+/// This process's CPU time (user + system) in clock ticks (1/100 s on Linux).
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses).
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    field(11) + field(12)
+}
+
+/// Pairs per second with `tasks` tasks on distinct resources for `secs`,
+/// and the client CPU time per pair in microseconds.
+async fn concurrent(lib: &Lib, tasks: usize, secs: Duration) -> (f64, f64) {
     let done = Arc::new(AtomicU64::new(0));
+    let cpu_start = cpu_ticks();
     let start = Instant::now();
     let handles: Vec<_> = (0..tasks)
         .map(|_| {
@@ -115,7 +133,9 @@ async fn concurrent(lib: &Lib, tasks: usize, secs: Duration) -> f64 {
     for h in handles {
         h.await.expect("task");
     }
-    done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+    let pairs = done.load(Ordering::Relaxed) as f64;
+    let cpu_us = (cpu_ticks() - cpu_start) as f64 * 10_000.0;
+    (pairs / start.elapsed().as_secs_f64(), cpu_us / pairs)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -177,7 +197,10 @@ async fn main() {
     };
     // rslock has no per-call timeout; give ours a generous one so that a
     // starved machine does not turn slow answers into failed pairs.
-    let config = redquorum::Config::default().with_node_timeout(Duration::from_secs(2));
+    let mut config = redquorum::Config::default().with_node_timeout(Duration::from_secs(2));
+    if let Some(q) = std::env::var("PEERS_QUORUM").ok().and_then(|q| q.parse().ok()) {
+        config = config.with_quorum(q);
+    }
     let ours = Lib::Ours(
         Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"),
     );
@@ -189,6 +212,7 @@ async fn main() {
         }
     }
 
+    let mut cpu_per_pair = [vec![], vec![]];
     let (mut lat, mut seq, mut tp, mut ext) = (
         [vec![], vec![]],
         [vec![], vec![]],
@@ -203,7 +227,9 @@ async fn main() {
             let (median, rate) = sequential(lib, per_round).await;
             lat[i].push(median.as_secs_f64() * 1e6);
             seq[i].push(rate);
-            tp[i].push(concurrent(lib, 64, per_round).await);
+            let (rate, cpu) = concurrent(lib, 64, per_round).await;
+            tp[i].push(rate);
+            cpu_per_pair[i].push(cpu);
             ext[i].push(lib.extends(200).await.as_secs_f64() * 1e6);
         }
     }
@@ -211,6 +237,7 @@ async fn main() {
     let [seq_o, seq_p] = seq;
     let [tp_o, tp_p] = tp;
     let [ext_o, ext_p] = ext;
+    let [cpu_o, cpu_p] = cpu_per_pair;
     let rows = [
         Row {
             scenario: "acquire+release latency (1 task)",
@@ -232,6 +259,13 @@ async fn main() {
             ours: median(tp_o),
             peer: median(tp_p),
             higher_is_better: true,
+        },
+        Row {
+            scenario: "client CPU per pair (64 tasks)",
+            unit: "us",
+            ours: median(cpu_o),
+            peer: median(cpu_p),
+            higher_is_better: false,
         },
         Row {
             scenario: "extend latency",
