@@ -113,14 +113,17 @@ fn config_from_env(c: Criterion) -> Criterion {
         .measurement_time(Duration::from_secs(secs))
 }
 
+/// One acquire + release. Errors are reported, not fatal: on a loaded
+/// machine a node can miss the node timeout, and that cost is part of what
+/// is measured.
 async fn pair(redlock: &Redlock, resource: &str) {
     match redlock.try_lock(resource, TTL).await {
         Ok(guard) => {
             if let Err(e) = guard.release().await {
-                panic!("release: {e}");
+                eprintln!("release: {e}");
             }
         }
-        Err(e) => panic!("try_lock: {e}"),
+        Err(e) => eprintln!("try_lock: {e}"),
     }
 }
 
@@ -136,7 +139,7 @@ async fn timed_acquires(redlock: &Redlock, iters: u64) -> Duration {
             // Dropping releases in the background (after any call still in
             // flight to a faulty node), so the next acquire is not delayed.
             Ok(guard) => drop(guard),
-            Err(e) => panic!("try_lock: {e}"),
+            Err(e) => eprintln!("try_lock: {e}"),
         }
     }
     total
@@ -286,7 +289,7 @@ fn benches(c: &mut Criterion) {
                     let start = Instant::now();
                     for _ in 0..iters {
                         if let Err(e) = guard.extend(TTL).await {
-                            panic!("extend: {e}");
+                            eprintln!("extend: {e}");
                         }
                     }
                     start.elapsed()
@@ -294,7 +297,7 @@ fn benches(c: &mut Criterion) {
             });
         });
         if let Err(e) = rt.block_on(guard.release()) {
-            panic!("release: {e}");
+            eprintln!("release: {e}");
         }
         group.finish();
     }
