@@ -137,6 +137,18 @@ async fn extend_of_a_key_gone_from_a_quorum_fails_and_does_not_recreate_it() {
         .try_lock(&resource, Duration::from_secs(10))
         .await
         .unwrap();
+    // The acquire returns at a quorum; let the late SETs land first, or one
+    // could re-create a key deleted below.
+    let value = guard.value().to_owned();
+    assert!(
+        eventually(Duration::from_secs(2), || holders(
+            &urls,
+            &key(&resource),
+            &value
+        ) == urls.len())
+        .await,
+        "the lock never reached every node"
+    );
     // A forward clock jump on three nodes: the key expires there early.
     for url in &urls[..3] {
         query::<()>(url, redis::cmd("DEL").arg(key(&resource))).unwrap();
@@ -168,9 +180,16 @@ async fn extend_moves_the_deadline_and_the_ttl_on_every_node() {
     let before = guard.valid_until();
     guard.extend(Duration::from_secs(60)).await.expect("extend");
     assert!(guard.valid_until() > before + Duration::from_secs(30));
-    for url in &urls {
-        let ttl: i64 = query(url, redis::cmd("PTTL").arg(key(&resource))).unwrap();
-        assert!(ttl > 30_000, "PTTL {ttl} on {url}");
-    }
+    // The extend returns at a quorum; the other nodes follow shortly.
+    let pttl =
+        |url: &String| -> i64 { query(url, redis::cmd("PTTL").arg(key(&resource))).unwrap() };
+    assert!(
+        eventually(Duration::from_secs(2), || urls
+            .iter()
+            .all(|u| pttl(u) > 30_000))
+        .await,
+        "PTTL on the nodes: {:?}",
+        urls.iter().map(pttl).collect::<Vec<_>>()
+    );
     guard.release().await.expect("release");
 }
