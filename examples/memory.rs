@@ -1,0 +1,86 @@
+//! Resident memory over many acquire + release cycles: it must stay flat.
+//!
+//! Runs `CYCLES` (default 200,000) `try_lock` + `release` pairs on five local
+//! nodes (or `REDLOCK_NODES`), 8 tasks on distinct resources, and prints the
+//! resident set size read from `/proc/self/statm` after a warm-up and at the
+//! end.
+//!
+//! ```text
+//! cargo run --release --features testkit --example memory
+//! CYCLES=50000 cargo run --release --features testkit --example memory
+//! ```
+
+use std::time::Duration;
+
+use redquorum::Redlock;
+use redquorum::testkit::LocalCluster;
+
+const TASKS: u64 = 8;
+const WARM_UP: u64 = 2_000;
+
+/// Resident set size in bytes (Linux), or 0 when unknown.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(4096)
+}
+
+async fn cycles(redlock: Redlock, task: u64, count: u64) -> Result<(), redquorum::Error> {
+    let resource = format!("memory:{}:{task}", std::process::id());
+    for _ in 0..count {
+        let guard = redlock.try_lock(&resource, Duration::from_secs(10)).await?;
+        guard.release().await?;
+    }
+    Ok(())
+}
+
+async fn run(redlock: &Redlock, total: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let per_task = total / TASKS;
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| tokio::spawn(cycles(redlock.clone(), task, per_task)))
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let total: u64 = std::env::var("CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let mut _cluster = None;
+    let urls = match std::env::var("REDLOCK_NODES") {
+        Ok(list) if !list.trim().is_empty() => {
+            list.split(',').map(|u| u.trim().to_owned()).collect()
+        }
+        _ => {
+            let cluster = LocalCluster::start(5)?;
+            let urls = cluster.direct_urls();
+            _cluster = Some(cluster);
+            urls
+        }
+    };
+    let redlock = Redlock::new(urls.iter().map(String::as_str))?;
+
+    run(&redlock, WARM_UP).await?;
+    let start_rss = rss_bytes();
+    let started = std::time::Instant::now();
+    run(&redlock, total).await?;
+    let elapsed = started.elapsed();
+    let end_rss = rss_bytes();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!("cycles: {total} in {elapsed:.1?} ({TASKS} tasks)");
+    println!("rss start: {:.2} MiB", mib(start_rss));
+    println!("rss end:   {:.2} MiB", mib(end_rss));
+    println!("rss growth: {:+.2} MiB", mib(end_rss) - mib(start_rss));
+    Ok(())
+}
