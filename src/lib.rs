@@ -65,10 +65,12 @@
 mod cleanup;
 mod config;
 mod error;
+mod fencing;
 mod guard;
 mod node;
 mod quorum;
 mod redlock;
+mod reentrant;
 mod request;
 mod scripts;
 mod value;

@@ -38,6 +38,7 @@ static DIR_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct LocalClusterBuilder {
     nodes: usize,
     redis_server_bin: Option<PathBuf>,
+    aof: bool,
 }
 
 impl Default for LocalClusterBuilder {
@@ -45,6 +46,7 @@ impl Default for LocalClusterBuilder {
         LocalClusterBuilder {
             nodes: 3,
             redis_server_bin: None,
+            aof: false,
         }
     }
 }
@@ -60,6 +62,22 @@ impl LocalClusterBuilder {
     /// one found on `PATH`.
     pub fn redis_server_bin(mut self, path: impl Into<PathBuf>) -> Self {
         self.redis_server_bin = Some(path.into());
+        self
+    }
+
+    /// Runs every node with `appendonly yes` and `appendfsync always`
+    /// (default off): each write is on disk before it is acknowledged, and
+    /// [`LocalCluster::restart`] brings a node back with all its data
+    /// instead of empty.
+    ///
+    /// ```no_run
+    /// let cluster = redquorum::testkit::LocalCluster::builder().nodes(5).aof(true).start()?;
+    /// cluster.kill(0)?;
+    /// cluster.restart(0)?; // same data as before the kill
+    /// # Ok::<(), redquorum::testkit::TestkitError>(())
+    /// ```
+    pub fn aof(mut self, on: bool) -> Self {
+        self.aof = on;
         self
     }
 
@@ -81,7 +99,8 @@ impl LocalClusterBuilder {
         let root = TempDir::create()?;
         let mut nodes = Vec::with_capacity(self.nodes);
         for index in 0..self.nodes {
-            let server = RedisServer::start(index, &bin, &root.path.join(format!("node-{index}")))?;
+            let dir = root.path.join(format!("node-{index}"));
+            let server = RedisServer::start(index, &bin, &dir, self.aof)?;
             let target = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port()));
             let proxy = Proxy::start(index, target)?;
             nodes.push(Node {
@@ -240,7 +259,9 @@ impl LocalCluster {
         lock(&self.node(i)?.server).kill()
     }
 
-    /// Starts node `i` again, empty (no persistence), on the same port, and
+    /// Starts node `i` again on the same port, empty (or, for a cluster
+    /// built with [`LocalClusterBuilder::aof`], with every acknowledged
+    /// write), and
     /// waits until it answers `PING`. If it is running (or paused) it is
     /// killed first. Blocks up to about 10 s.
     ///

@@ -39,12 +39,20 @@ pub(crate) struct RedisServer {
     port: u16,
     child: Option<Child>,
     paused: bool,
+    /// Run with `appendonly yes` and `appendfsync always`: a restart keeps
+    /// every acknowledged write.
+    aof: bool,
 }
 
 impl RedisServer {
     /// Spawns a server for node `index` on a free port, retrying with a new
     /// port if the chosen one was taken in between.
-    pub(crate) fn start(index: usize, bin: &Path, dir: &Path) -> Result<Self, TestkitError> {
+    pub(crate) fn start(
+        index: usize,
+        bin: &Path,
+        dir: &Path,
+        aof: bool,
+    ) -> Result<Self, TestkitError> {
         std::fs::create_dir_all(dir).map_err(|source| TestkitError::Io {
             context: format!("creating data directory {} for node {index}", dir.display()),
             source,
@@ -59,6 +67,7 @@ impl RedisServer {
                 port,
                 child: None,
                 paused: false,
+                aof,
             };
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
@@ -234,7 +243,8 @@ impl RedisServer {
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
-            .args(["--appendonly", "no"])
+            .args(["--appendonly", if self.aof { "yes" } else { "no" }])
+            .args(["--appendfsync", "always"])
             .args(["--protected-mode", "no"])
             .args(["--daemonize", "no"])
             .arg("--dir")
