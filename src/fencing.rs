@@ -119,7 +119,10 @@ async fn write_back(
 /// The token of each of `resources` resources: one more than the largest
 /// counter any granting node returned. `None` if a node returned something
 /// unusable or a counter is at `u64::MAX`.
-pub(crate) fn next_tokens(answers: &[Option<Option<Vec<String>>>], resources: usize) -> Option<Vec<u64>> {
+pub(crate) fn next_tokens(
+    answers: &[Option<Option<Vec<String>>>],
+    resources: usize,
+) -> Option<Vec<u64>> {
     let mut tokens = vec![0u64; resources];
     for counters in answers.iter().flatten().flatten() {
         if counters.len() != resources {
@@ -244,7 +247,10 @@ mod tests {
 
     #[test]
     fn fresh_counters_give_token_one() {
-        assert_eq!(next_tokens(&[answer(&["0"]), answer(&["0"])], 1), Some(vec![1]));
+        assert_eq!(
+            next_tokens(&[answer(&["0"]), answer(&["0"])], 1),
+            Some(vec![1])
+        );
     }
 
     #[test]
@@ -261,7 +267,11 @@ mod tests {
             for a in names {
                 for b in names {
                     let lock = format!("{prefix}lock:{a}");
-                    assert_ne!(counter_key(prefix, b), lock, "prefix {prefix:?} {a:?} {b:?}");
+                    assert_ne!(
+                        counter_key(prefix, b),
+                        lock,
+                        "prefix {prefix:?} {a:?} {b:?}"
+                    );
                 }
             }
         }
