@@ -278,7 +278,8 @@ impl Redlock {
     /// [`lock`](Self::lock). On each node the keys are taken by one script
     /// (all free, then all set), so two callers locking overlapping sets can
     /// never each hold a part. Release and extend act on the whole set;
-    /// duplicate names count once.
+    /// duplicate names count once. With fencing on, each resource gets its
+    /// own token ([`LockGuard::fencing_tokens`]).
     ///
     /// ```no_run
     /// use std::time::Duration;
