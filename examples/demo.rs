@@ -1,1 +1,176 @@
-fn main() {}
+//! Workers contend for one resource on five Redis nodes while two nodes are
+//! killed and, after the TTL has passed, restarted. Every hold is recorded
+//! on one monotonic clock; the demo ends by counting overlapping holds,
+//! which must be zero.
+//!
+//! ```sh
+//! bash scripts/demo.sh                 # five local redis-server nodes
+//! REDLOCK_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
+//! ```
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redquorum::testkit::LocalCluster;
+use redquorum::{Config, Error, Redlock};
+use tokio::time::Instant;
+
+const WORKERS: usize = 6;
+const TTL: Duration = Duration::from_millis(1_000);
+const RUN: Duration = Duration::from_secs(6);
+const KILL_AT: Duration = Duration::from_secs(2);
+/// Longer than the TTL after the kill: a node restarted empty sooner could
+/// grant a lock still held elsewhere.
+const RESTART_AT: Duration = Duration::from_millis(4_000);
+
+/// One worker's hold: exclusive from `start` to `end`.
+#[derive(Clone, Copy)]
+struct Hold {
+    worker: usize,
+    start: Instant,
+    end: Instant,
+}
+
+#[derive(Default)]
+struct WorkerStats {
+    acquired: u32,
+    contended: u32,
+    unavailable: u32,
+    validity_ms: Vec<u128>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let external = std::env::var("REDLOCK_NODES")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let cluster = match &external {
+        Some(_) => None,
+        None => Some(LocalCluster::start(5)?),
+    };
+    let urls: Vec<String> = match (&external, &cluster) {
+        (Some(list), _) => list.split(',').map(|u| u.trim().to_owned()).collect(),
+        (None, Some(c)) => c.urls(),
+        (None, None) => unreachable!("a cluster is started when no nodes are given"),
+    };
+    println!("nodes: {}", urls.join(", "));
+    let config = Config::default()
+        .with_node_timeout(Duration::from_millis(50))
+        .with_retry_count(50)
+        .with_retry_delay(Duration::from_millis(20))
+        .with_retry_jitter(Duration::from_millis(15));
+    let redlock = Redlock::with_config(urls.iter().map(String::as_str), config)?;
+    println!(
+        "{} nodes, quorum {}, TTL {TTL:?}, {WORKERS} workers for {RUN:?}",
+        redlock.node_count(),
+        redlock.quorum()
+    );
+
+    let holds = Arc::new(Mutex::new(Vec::<Hold>::new()));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for worker in 0..WORKERS {
+        let (redlock, holds) = (redlock.clone(), Arc::clone(&holds));
+        workers.push(tokio::spawn(async move {
+            let mut stats = WorkerStats::default();
+            while started.elapsed() < RUN {
+                match redlock.lock("demo:report", TTL).await {
+                    Ok(guard) => {
+                        let start = Instant::now();
+                        stats.acquired += 1;
+                        stats.validity_ms.push(guard.remaining().as_millis());
+                        let work = Duration::from_millis(rand::random_range(5..30));
+                        tokio::time::sleep(work).await;
+                        let valid_until = guard.valid_until();
+                        let released_at = Instant::now();
+                        let _ = guard.release().await;
+                        let end = valid_until.min(released_at);
+                        holds
+                            .lock()
+                            .map_err(|_| "poisoned")?
+                            .push(Hold { worker, start, end });
+                        tokio::time::sleep(Duration::from_millis(rand::random_range(0..10))).await;
+                    }
+                    Err(Error::NotAcquired(why)) if why.is_unavailable() => stats.unavailable += 1,
+                    Err(Error::NotAcquired(_)) => stats.contended += 1,
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Ok::<_, String>(stats)
+        }));
+    }
+
+    if let Some(cluster) = &cluster {
+        tokio::time::sleep_until(started + KILL_AT).await;
+        cluster.kill(1)?;
+        cluster.kill(3)?;
+        println!(
+            "[{:>5} ms] killed nodes 1 and 3: {}",
+            started.elapsed().as_millis(),
+            states(cluster)
+        );
+        tokio::time::sleep_until(started + RESTART_AT).await;
+        cluster.restart(1)?;
+        cluster.restart(3)?;
+        println!(
+            "[{:>5} ms] restarted nodes 1 and 3 (empty, after the TTL): {}",
+            started.elapsed().as_millis(),
+            states(cluster)
+        );
+    } else {
+        println!("external nodes: no faults injected");
+    }
+
+    println!();
+    println!("worker  acquired  contended  unavailable  validity min/median/max (ms)");
+    let mut total = 0;
+    for (worker, task) in workers.into_iter().enumerate() {
+        let mut stats = task.await??;
+        stats.validity_ms.sort_unstable();
+        let v = &stats.validity_ms;
+        let (min, med, max) = match v.len() {
+            0 => (0, 0, 0),
+            n => (v[0], v[n / 2], v[n - 1]),
+        };
+        total += stats.acquired;
+        println!(
+            "{worker:>6}  {:>8}  {:>9}  {:>11}  {min}/{med}/{max}",
+            stats.acquired, stats.contended, stats.unavailable
+        );
+    }
+    if let Some(cluster) = &cluster {
+        println!("node states at the end: {}", states(cluster));
+    }
+    let holds = holds.lock().map_err(|_| "poisoned")?.clone();
+    let overlaps = count_overlaps(holds);
+    println!("acquisitions: {total}");
+    println!("overlapping holds: {overlaps}");
+    if overlaps > 0 || total == 0 {
+        return Err("mutual exclusion violated or no progress".into());
+    }
+    Ok(())
+}
+
+fn states(cluster: &LocalCluster) -> String {
+    (0..cluster.len())
+        .map(|i| format!("{i}={:?}", cluster.state(i)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Pairs of holds by different workers whose intervals intersect.
+fn count_overlaps(mut holds: Vec<Hold>) -> usize {
+    holds.sort_by_key(|h| h.start);
+    let mut overlaps = 0;
+    for (i, a) in holds.iter().enumerate() {
+        for b in &holds[i + 1..] {
+            if b.start >= a.end {
+                break;
+            }
+            if a.worker != b.worker {
+                overlaps += 1;
+            }
+        }
+    }
+    overlaps
+}

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-redis.sh
-cargo test --all-features "$@"
+# --show-output prints the per-scenario figures of the fault tests.
+cargo test --all-features "$@" -- --show-output

@@ -242,8 +242,10 @@ impl Config {
     }
 
     /// Sets an overall deadline for [`Redlock::lock`](crate::Redlock::lock):
-    /// no attempt starts and no retry pause extends past it. `None` (the
-    /// default) leaves only the retry count as the bound.
+    /// no attempt starts and no retry pause extends past it. An attempt
+    /// already under way finishes, so `lock` returns at most about two node
+    /// timeouts after the deadline. `None` (the default) leaves only the
+    /// retry count as the bound.
     ///
     /// ```
     /// use std::time::Duration;

@@ -46,9 +46,18 @@ pub enum Error {
     /// before the validity ran out).
     #[error("the lock was lost: it could not be kept on a quorum of nodes")]
     Lost,
+    /// [`Redlock::check`](crate::Redlock::check) found misconfigured nodes:
+    /// one entry per problem, each naming its node and what to change.
+    #[error("misconfigured nodes: {}", list_problems(.0))]
+    Misconfigured(Vec<crate::check::NodeProblem>),
     /// A node error that is the whole story.
     #[error("redis error: {0}")]
     Redis(#[from] redis::RedisError),
+}
+
+fn list_problems(problems: &[crate::check::NodeProblem]) -> String {
+    let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    texts.join("; ")
 }
 
 /// What one node answered in one attempt.

@@ -88,6 +88,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod check;
 mod cleanup;
 mod config;
 mod error;
@@ -104,6 +105,7 @@ mod value;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+pub use check::{NodeCheck, NodeProblem};
 pub use config::{
     Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT,
     DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER,

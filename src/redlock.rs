@@ -21,6 +21,8 @@ pub(crate) struct Shared {
     pub(crate) nodes: Vec<Arc<Node>>,
     pub(crate) quorum: usize,
     pub(crate) config: Config,
+    /// Set once the start-up checks have been run in the background.
+    pub(crate) checked: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -179,6 +181,7 @@ impl Redlock {
                 nodes: parsed,
                 quorum,
                 config,
+                checked: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -398,6 +401,63 @@ impl Redlock {
         self.acquire_as(&[resource], ttl, 0, Some(owner)).await
     }
 
+    /// Start-up checks, to call at boot: every node answers as a master
+    /// (`ROLE`), accepts our credentials, has `maxmemory-policy noeviction`,
+    /// is not a Redis Cluster node, and no two URLs lead to the same server
+    /// (`run_id`). Unreachable nodes fail the check only when fewer than a
+    /// quorum answer. The first acquisition runs the same checks in the
+    /// background and logs problems with `tracing::warn!`.
+    ///
+    /// ```no_run
+    /// use redquorum::{Error, Redlock};
+    ///
+    /// # async fn run(redlock: Redlock) {
+    /// match redlock.check().await {
+    ///     Ok(()) => {}
+    ///     Err(Error::Misconfigured(problems)) => {
+    ///         for p in problems { eprintln!("{p}"); }
+    ///     }
+    ///     Err(e) => eprintln!("{e}"),
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misconfigured`] with one [`NodeProblem`](crate::NodeProblem)
+    /// per problem found, each naming its node.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn check(&self) -> Result<()> {
+        let checks = crate::check::report(&self.shared).await;
+        let problems = crate::check::problems(&checks, self.shared.quorum);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Misconfigured(problems))
+        }
+    }
+
+    /// Per-node facts from the start-up checks (reachable, role, eviction
+    /// policy, `run_id`, latency, problems), in node order, for tools that
+    /// print a table. Never fails: an unreachable node is a row saying so.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) {
+    /// let rows = redlock.check_report().await;
+    /// assert_eq!(rows.len(), redlock.node_count());
+    /// # }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn check_report(&self) -> Vec<crate::NodeCheck> {
+        crate::check::report(&self.shared).await
+    }
+
     async fn acquire(&self, resources: &[&str], ttl: Duration, retries: u32) -> Result<LockGuard> {
         self.acquire_as(resources, ttl, retries, None).await
     }
@@ -436,6 +496,8 @@ impl Redlock {
                 }
                 None => self.attempt(&resources, &keys, &ttl, None).await,
             };
+            // After the first attempt, so that the checks never slow it down.
+            crate::check::warn_once(&self.shared);
             let failure = match outcome {
                 Ok(guard) => return Ok(guard),
                 Err(failure) => failure,

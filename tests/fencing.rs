@@ -17,6 +17,18 @@ use redquorum::testkit::{FencedResource, LocalCluster, ProxyMode};
 use redquorum::{Error, Redlock};
 use tokio::time::Instant;
 
+/// `n` local nodes with `appendonly yes` and `appendfsync always`: a
+/// restart keeps every acknowledged write.
+fn aof_cluster(n: usize) -> LocalCluster {
+    let cluster = cluster(n);
+    for i in 0..n {
+        cluster
+            .enable_aof(i)
+            .unwrap_or_else(|e| panic!("AOF on node {i}: {e}"));
+    }
+    cluster
+}
+
 fn fenced_config() -> redquorum::Config {
     fast_config().with_fencing(true)
 }
@@ -119,7 +131,12 @@ async fn a_resource_named_like_a_counter_key_does_not_touch_the_counter() {
     })
     .await;
     assert!(written, "counter of {resource} not 1 on every node");
-    assert_eq!(holders(&urls, &key(&resource), first.value()), 5);
+    // The acquire returns at a quorum; the last SETs may land just after.
+    let all = eventually(Duration::from_secs(2), || {
+        holders(&urls, &key(&resource), first.value()) == 5
+    })
+    .await;
+    assert!(all, "not held on all 5 nodes");
     for guard in [first, other] {
         guard
             .release()
@@ -140,13 +157,7 @@ async fn a_resource_named_like_a_counter_key_does_not_touch_the_counter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_crash_and_are_cut_off()
  {
-    let cluster = Arc::new(
-        LocalCluster::builder()
-            .nodes(5)
-            .aof(true)
-            .start()
-            .unwrap_or_else(|e| panic!("cannot start local Redis nodes: {e}")),
-    );
+    let cluster = Arc::new(aof_cluster(5));
     let config = fenced_config()
         .with_node_timeout(Duration::from_millis(30))
         .with_retry_count(100_000)
@@ -189,7 +200,7 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
                         if crashed.contains(&v) {
                             // With AOF: the node comes back with its counters.
                             cluster
-                                .restart(v)
+                                .restart_with_aof(v)
                                 .unwrap_or_else(|e| panic!("restart {v}: {e}"));
                         } else {
                             heal(&cluster, v);
@@ -309,7 +320,12 @@ async fn a_holder_paused_past_its_validity_has_its_write_refused_by_the_fenced_r
     // A's release reports the loss and leaves B's keys alone.
     assert!(matches!(a.release().await, Err(Error::Expired)));
     let urls = nodes.direct_urls();
-    assert_eq!(holders(&urls, &key(&resource), b.value()), 5);
+    // The acquire returns at a quorum; the last SETs may land just after.
+    let all = eventually(Duration::from_secs(2), || {
+        holders(&urls, &key(&resource), b.value()) == 5
+    })
+    .await;
+    assert!(all, "not held on all 5 nodes");
     b.release()
         .await
         .unwrap_or_else(|e| panic!("B release: {e}"));
@@ -509,7 +525,12 @@ async fn a_failed_fenced_attempt_leaves_no_lock_key_and_no_counter_change() {
         matches!(&err, Error::NotAcquired(a) if a.is_contended()),
         "{err}"
     );
-    assert_eq!(holders(&urls, &key(&resource), first.value()), 5);
+    // The acquire returns at a quorum; the last SETs may land just after.
+    let all = eventually(Duration::from_secs(2), || {
+        holders(&urls, &key(&resource), first.value()) == 5
+    })
+    .await;
+    assert!(all, "not held on all 5 nodes");
     first
         .release()
         .await

@@ -38,7 +38,6 @@ static DIR_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct LocalClusterBuilder {
     nodes: usize,
     redis_server_bin: Option<PathBuf>,
-    aof: bool,
 }
 
 impl Default for LocalClusterBuilder {
@@ -46,7 +45,6 @@ impl Default for LocalClusterBuilder {
         LocalClusterBuilder {
             nodes: 3,
             redis_server_bin: None,
-            aof: false,
         }
     }
 }
@@ -62,22 +60,6 @@ impl LocalClusterBuilder {
     /// one found on `PATH`.
     pub fn redis_server_bin(mut self, path: impl Into<PathBuf>) -> Self {
         self.redis_server_bin = Some(path.into());
-        self
-    }
-
-    /// Runs every node with `appendonly yes` and `appendfsync always`
-    /// (default off): each write is on disk before it is acknowledged, and
-    /// [`LocalCluster::restart`] brings a node back with all its data
-    /// instead of empty.
-    ///
-    /// ```no_run
-    /// let cluster = redquorum::testkit::LocalCluster::builder().nodes(5).aof(true).start()?;
-    /// cluster.kill(0)?;
-    /// cluster.restart(0)?; // same data as before the kill
-    /// # Ok::<(), redquorum::testkit::TestkitError>(())
-    /// ```
-    pub fn aof(mut self, on: bool) -> Self {
-        self.aof = on;
         self
     }
 
@@ -99,8 +81,7 @@ impl LocalClusterBuilder {
         let root = TempDir::create()?;
         let mut nodes = Vec::with_capacity(self.nodes);
         for index in 0..self.nodes {
-            let dir = root.path.join(format!("node-{index}"));
-            let server = RedisServer::start(index, &bin, &dir, self.aof)?;
+            let server = RedisServer::start(index, &bin, &root.path.join(format!("node-{index}")))?;
             let target = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port()));
             let proxy = Proxy::start(index, target)?;
             nodes.push(Node {
@@ -259,9 +240,7 @@ impl LocalCluster {
         lock(&self.node(i)?.server).kill()
     }
 
-    /// Starts node `i` again on the same port, empty (or, for a cluster
-    /// built with [`LocalClusterBuilder::aof`], with every acknowledged
-    /// write), and
+    /// Starts node `i` again, empty (no persistence), on the same port, and
     /// waits until it answers `PING`. If it is running (or paused) it is
     /// killed first. Blocks up to about 10 s.
     ///
@@ -271,7 +250,78 @@ impl LocalCluster {
     /// [`TestkitError::StartFailed`] if it does not come back (e.g. the port
     /// was taken by another process meanwhile).
     pub fn restart(&self, i: usize) -> Result<(), TestkitError> {
-        lock(&self.node(i)?.server).restart()
+        lock(&self.node(i)?.server).restart_empty()
+    }
+
+    /// Same as [`restart`](Self::restart): kills node `i` (if running) and
+    /// starts it again with no data, AOF off. Keys it held are forgotten at
+    /// once, which breaks Redlock's safety if done inside a TTL (the
+    /// negative controls rely on this).
+    ///
+    /// # Errors
+    ///
+    /// As [`restart`](Self::restart).
+    pub fn restart_empty(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).restart_empty()
+    }
+
+    /// Kills node `i` and starts it again with `appendonly yes` and
+    /// `appendfsync always`, so that every key it held before the kill
+    /// (with its expiry time) is loaded again. If the node was running
+    /// without AOF, AOF is turned on first (see
+    /// [`enable_aof`](Self::enable_aof)); a node that is already down and
+    /// never had AOF comes back empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`restart`](Self::restart), and [`TestkitError::Redis`] if AOF
+    /// cannot be turned on.
+    pub fn restart_with_aof(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).restart_with_aof()
+    }
+
+    /// Turns on `appendonly yes` / `appendfsync always` on running node `i`
+    /// and waits for the AOF rewrite to finish: from then on a
+    /// [`restart_with_aof`](Self::restart_with_aof) keeps every write.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::Redis`] if the node
+    /// cannot be reached, [`TestkitError::StartFailed`] if the rewrite does
+    /// not finish within 10 s.
+    pub fn enable_aof(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).enable_aof()
+    }
+
+    /// Deletes `key` on node `i` only, as if that node's clock had jumped
+    /// past the key's expiry. Returns whether the key existed.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::Redis`] if the node
+    /// cannot be reached.
+    pub fn expire_now(&self, i: usize, key: &str) -> Result<bool, TestkitError> {
+        let deleted: u64 = self.run(i, redis::cmd("DEL").arg(key))?;
+        Ok(deleted > 0)
+    }
+
+    /// `FLUSHALL` on node `i`: every key is forgotten (a data-loss fault).
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::Redis`] if the node
+    /// cannot be reached.
+    pub fn flushall(&self, i: usize) -> Result<(), TestkitError> {
+        self.run(i, &redis::cmd("FLUSHALL"))
+    }
+
+    fn run<T: redis::FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> Result<T, TestkitError> {
+        let mut con = self.connection(i)?;
+        cmd.query(&mut con).map_err(|source| TestkitError::Redis {
+            index: i,
+            url: self.direct_url(i),
+            source,
+        })
     }
 
     /// Freezes node `i` with `SIGSTOP`: the kernel still accepts connections

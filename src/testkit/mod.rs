@@ -24,11 +24,16 @@
 mod cluster;
 mod error;
 mod fenced;
+mod history;
+mod nemesis;
 mod proxy;
+mod resp;
 mod server;
 
 pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use error::TestkitError;
 pub use fenced::{FencedResource, FencedWrite, StaleToken};
+pub use history::{Counter, History, Hold};
+pub use nemesis::{FaultKind, Nemesis, NemesisReport, SEED_ENV};
 pub use proxy::ProxyMode;
 pub use server::NodeState;

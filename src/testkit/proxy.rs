@@ -19,6 +19,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::error::TestkitError;
+use super::resp::Rewriter;
 
 /// What a proxy does with traffic. Switch with
 /// [`LocalCluster::set_proxy`](super::LocalCluster::set_proxy) at any time;
@@ -56,6 +57,27 @@ pub enum ProxyMode {
     /// Close every open connection immediately, and close new ones right
     /// after accepting them.
     Reset,
+    /// Like `Delay`, with a different delay per direction: `request` for
+    /// client-to-server chunks, `reply` for server-to-client chunks.
+    DelayEach {
+        /// Added to every chunk on its way to `redis-server`.
+        request: Duration,
+        /// Added to every chunk on its way back to the client.
+        reply: Duration,
+    },
+    /// Forward requests (the node applies them) but swallow every reply: the
+    /// client sees a timeout although the command took effect.
+    DropReplies,
+    /// Make the node's TTLs run `per_mille / 1000` times faster, as if its
+    /// clock ran fast: the TTL of `SET ... PX n`, of `PEXPIRE key n` and the
+    /// TTL argument of the lock scripts become `n * 1000 / per_mille`
+    /// (at least 1). `FastClock { per_mille: 1010 }` is a clock 1 % fast.
+    /// Requests split across reads are buffered until complete; see the
+    /// `resp` module for exactly what is rewritten.
+    FastClock {
+        /// Clock rate in thousandths: 1000 is a correct clock, 2000 twice as fast.
+        per_mille: u32,
+    },
 }
 
 /// Direction of a chunk through the proxy: the hook point for per-direction
@@ -83,17 +105,28 @@ pub(crate) enum ChunkAction {
 }
 
 /// The single place where a mode is turned into behaviour, per chunk and per
-/// direction. New modes (drop replies, per-direction delay, rewriting...)
-/// are added here.
+/// direction. New modes are added here. (`FastClock` forwards at once; the
+/// rewriting itself is done by the reader, which keeps the parse state.)
 pub(crate) fn decide(mode: ProxyMode, direction: Direction, chunk: &[u8]) -> ChunkAction {
-    let _ = (direction, chunk);
+    let _ = chunk;
+    let now = ChunkAction::Forward {
+        delay: Duration::ZERO,
+    };
     match mode {
-        ProxyMode::Pass => ChunkAction::Forward {
-            delay: Duration::ZERO,
-        },
+        ProxyMode::Pass | ProxyMode::FastClock { .. } => now,
         ProxyMode::Delay(delay) => ChunkAction::Forward { delay },
+        ProxyMode::DelayEach { request, reply } => ChunkAction::Forward {
+            delay: match direction {
+                Direction::ClientToServer => request,
+                Direction::ServerToClient => reply,
+            },
+        },
         ProxyMode::Blackhole => ChunkAction::Discard,
         ProxyMode::Reset => ChunkAction::Close,
+        ProxyMode::DropReplies => match direction {
+            Direction::ClientToServer => now,
+            Direction::ServerToClient => ChunkAction::Discard,
+        },
     }
 }
 
@@ -347,6 +380,12 @@ fn pump(mut src: TcpStream, dst: TcpStream, direction: Direction, shared: &Arc<S
         .spawn(move || write_loop(dst_w, &rx, direction, &writer_shared));
     if writer.is_ok() {
         let mut buf = vec![0u8; 16 * 1024];
+        let mut rewriter = Rewriter::default();
+        // Once a chunk was discarded, the client and server disagree on
+        // which reply belongs to which request. A real network would have
+        // delayed or reset the connection, not lost bytes from a TCP stream,
+        // so the connection is closed before anything else is forwarded.
+        let mut desynced = false;
         loop {
             let n = match src.read(&mut buf) {
                 Ok(0) | Err(_) => break,
@@ -354,13 +393,25 @@ fn pump(mut src: TcpStream, dst: TcpStream, direction: Direction, shared: &Arc<S
             };
             let read_at = Instant::now();
             let chunk = &buf[..n];
-            match decide(shared.mode(), direction, chunk) {
+            let mode = shared.mode();
+            match decide(mode, direction, chunk) {
+                ChunkAction::Forward { .. } if desynced => break,
                 ChunkAction::Forward { delay } => {
-                    if tx.send((read_at + delay, chunk.to_vec())).is_err() {
+                    let bytes = match (mode, direction) {
+                        (ProxyMode::FastClock { per_mille }, Direction::ClientToServer) => {
+                            rewriter.feed(chunk, per_mille)
+                        }
+                        _ => {
+                            let mut held = rewriter.take();
+                            held.extend_from_slice(chunk);
+                            held
+                        }
+                    };
+                    if !bytes.is_empty() && tx.send((read_at + delay, bytes)).is_err() {
                         break;
                     }
                 }
-                ChunkAction::Discard => {}
+                ChunkAction::Discard => desynced = true,
                 ChunkAction::Close => break,
             }
             if shared.stopped() {

@@ -39,20 +39,15 @@ pub(crate) struct RedisServer {
     port: u16,
     child: Option<Child>,
     paused: bool,
-    /// Run with `appendonly yes` and `appendfsync always`: a restart keeps
-    /// every acknowledged write.
+    /// Started (or switched at runtime) with `appendonly yes` and
+    /// `appendfsync always`: a restart keeps the data.
     aof: bool,
 }
 
 impl RedisServer {
     /// Spawns a server for node `index` on a free port, retrying with a new
     /// port if the chosen one was taken in between.
-    pub(crate) fn start(
-        index: usize,
-        bin: &Path,
-        dir: &Path,
-        aof: bool,
-    ) -> Result<Self, TestkitError> {
+    pub(crate) fn start(index: usize, bin: &Path, dir: &Path) -> Result<Self, TestkitError> {
         std::fs::create_dir_all(dir).map_err(|source| TestkitError::Io {
             context: format!("creating data directory {} for node {index}", dir.display()),
             source,
@@ -67,7 +62,7 @@ impl RedisServer {
                 port,
                 child: None,
                 paused: false,
-                aof,
+                aof: false,
             };
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
@@ -163,6 +158,80 @@ impl RedisServer {
             reason: "no attempt was made".to_owned(),
             log_tail: String::new(),
         }))
+    }
+
+    /// Turns on `appendonly yes` + `appendfsync always` on the running
+    /// server (`CONFIG SET`) and waits until the AOF rewrite that this starts
+    /// has finished, so that everything written from now on survives a
+    /// kill. A no-op if AOF is already on.
+    pub(crate) fn enable_aof(&mut self) -> Result<(), TestkitError> {
+        if self.aof {
+            return Ok(());
+        }
+        let url = format!("redis://127.0.0.1:{}/", self.port);
+        let err = |source| TestkitError::Redis {
+            index: self.index,
+            url: url.clone(),
+            source,
+        };
+        let mut con = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+            .map_err(err)?;
+        con.set_read_timeout(Some(Duration::from_secs(2)))
+            .map_err(err)?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendfsync")
+            .arg("always")
+            .exec(&mut con)
+            .map_err(err)?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("yes")
+            .exec(&mut con)
+            .map_err(err)?;
+        let started = Instant::now();
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("persistence")
+                .query(&mut con)
+                .map_err(err)?;
+            let done = info.contains("aof_enabled:1")
+                && info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0");
+            if done {
+                break;
+            }
+            if started.elapsed() > START_DEADLINE {
+                return Err(self.start_failed(started, "AOF rewrite did not finish".to_owned()));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.aof = true;
+        Ok(())
+    }
+
+    /// Kills the process and starts it again with AOF (`appendfsync
+    /// always`), turning AOF on first if needed, so the data written before
+    /// the kill is loaded again.
+    pub(crate) fn restart_with_aof(&mut self) -> Result<(), TestkitError> {
+        if self.state() == NodeState::Paused {
+            self.resume()?;
+        }
+        if self.state() == NodeState::Up {
+            self.enable_aof()?;
+        }
+        self.aof = true;
+        self.restart()
+    }
+
+    /// Kills the process and starts it again with no data and AOF off.
+    pub(crate) fn restart_empty(&mut self) -> Result<(), TestkitError> {
+        self.kill()?;
+        self.aof = false;
+        let _ = std::fs::remove_dir_all(self.dir.join("appendonlydir"));
+        self.restart()
     }
 
     /// `SIGSTOP`. A no-op if already paused.

@@ -2,7 +2,8 @@
 //! inspection, and the mutual-exclusion checker.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
+pub mod workload;
+
 use std::time::Duration;
 
 use redquorum::testkit::LocalCluster;
@@ -65,13 +66,13 @@ pub fn key(resource: &str) -> String {
 }
 
 /// A config for tests: fast retries, a node timeout that tolerates a
-/// loaded machine.
+/// heavily loaded machine (dead nodes refuse at once anyway).
 pub fn fast_config() -> Config {
     Config::default()
         .with_retry_count(3)
         .with_retry_delay(Duration::from_millis(20))
         .with_retry_jitter(Duration::from_millis(10))
-        .with_node_timeout(Duration::from_millis(200))
+        .with_node_timeout(Duration::from_secs(1))
 }
 
 pub fn redlock(urls: &[String], config: Config) -> Redlock {
@@ -126,54 +127,31 @@ pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool
     }
 }
 
-/// One holder's claim: exclusive from `start` to `end` (monotonic clock).
-#[derive(Clone, Copy, Debug)]
-pub struct Hold {
-    pub holder: usize,
-    pub start: Instant,
-    pub end: Instant,
+/// Waits (up to 2 s) until exactly `count` of `urls` hold `key` with
+/// `value`. A lock is granted at quorum; the slower nodes follow a moment
+/// later, so counts of "every node" are checked this way.
+pub async fn settles_on(urls: &[String], key: &str, value: &str, count: usize) -> bool {
+    eventually(Duration::from_secs(2), || {
+        holders(urls, key, value) == count
+    })
+    .await
 }
 
-/// Records holds from many tasks and finds overlaps between different holders.
-#[derive(Clone, Default)]
-pub struct History {
-    holds: Arc<Mutex<Vec<Hold>>>,
-}
-
-impl History {
-    pub fn record(
-        &self,
-        holder: usize,
-        start: Instant,
-        valid_until: Instant,
-        released_at: Instant,
-    ) {
-        let end = valid_until.min(released_at);
-        self.holds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Hold { holder, start, end });
-    }
-
-    pub fn holds(&self) -> Vec<Hold> {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Pairs of holds by different holders whose intervals intersect.
-    pub fn overlaps(&self) -> Vec<(Hold, Hold)> {
-        let mut holds = self.holds();
-        holds.sort_by_key(|h| h.start);
-        let mut found = Vec::new();
-        for (i, a) in holds.iter().enumerate() {
-            for b in &holds[i + 1..] {
-                if b.start >= a.end {
-                    break;
-                }
-                if a.holder != b.holder {
-                    found.push((*a, *b));
-                }
-            }
-        }
-        found
+/// Opens every node connection of `redlock` (a lock taken and released),
+/// so that faults injected next hit an established session.
+pub async fn warm_up(redlock: &Redlock) {
+    let guard = match redlock
+        .try_lock(&unique("warm-up"), Duration::from_secs(10))
+        .await
+    {
+        Ok(guard) => guard,
+        Err(e) => panic!("warm-up lock: {e}"),
+    };
+    if let Err(e) = guard.release().await {
+        panic!("warm-up release: {e}");
     }
 }
+
+/// The mutual-exclusion checker lives in the testkit.
+#[allow(unused_imports)]
+pub use redquorum::testkit::{History, Hold};

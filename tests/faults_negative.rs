@@ -1,0 +1,156 @@
+#![cfg(feature = "testkit")]
+//! Negative controls: runs that break Redlock's assumptions must show an
+//! overlap in the checker (so a green run means something), and the same
+//! runs done safely must not.
+
+mod common;
+
+use std::time::Duration;
+
+use redquorum::Redlock;
+use redquorum::testkit::{History, LocalCluster, ProxyMode};
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_millis(1500);
+
+enum Break {
+    /// Node 2 restarted empty at once.
+    RestartEmpty,
+    /// Node 2 restarted after the TTL.
+    RestartAfterTtl,
+    /// Node 2 restarted with AOF (`appendfsync always`).
+    RestartWithAof,
+    /// Node 2 forgets the key early (clock jump).
+    ExpireEarly,
+    /// Nothing breaks.
+    Nothing,
+}
+
+/// Client A holds the lock on nodes 0, 1, 2 (3 and 4 cut off from it);
+/// node 2, the intersection with {2, 3, 4}, is then broken as told; client
+/// B tries {2, 3, 4}. Returns the history of both holds.
+async fn run(how: Break) -> History {
+    let cluster = common::cluster(5);
+    let urls = cluster.urls();
+    let config = common::fast_config().with_retry_count(0);
+    let (a, b): (Redlock, Redlock) = (
+        common::redlock(&urls, config.clone()),
+        common::redlock(&urls, config),
+    );
+    let resource = common::unique("negative");
+    let history = History::default();
+    if matches!(how, Break::RestartWithAof) {
+        cluster.enable_aof(2).unwrap_or_else(|e| panic!("{e}"));
+    }
+    cut(&cluster, ProxyMode::Blackhole);
+    let first = a
+        .try_lock(&resource, TTL)
+        .await
+        .unwrap_or_else(|e| panic!("A: {e}"));
+    let first_at = Instant::now();
+    cut(&cluster, ProxyMode::Pass);
+    let cluster = std::sync::Arc::new(cluster);
+    let c = std::sync::Arc::clone(&cluster);
+    let key = common::key(&resource);
+    tokio::task::spawn_blocking(move || match how {
+        Break::RestartEmpty => c.restart_empty(2),
+        Break::RestartAfterTtl => {
+            c.kill(2)?;
+            std::thread::sleep(TTL + TTL / 5);
+            c.restart_empty(2)
+        }
+        Break::RestartWithAof => c.restart_with_aof(2),
+        Break::ExpireEarly => c.expire_now(2, &key).map(|_| ()),
+        Break::Nothing => Ok(()),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    if let Ok(second) = b.try_lock(&resource, TTL).await {
+        history.record(
+            1,
+            Instant::now(),
+            second.valid_until(),
+            Instant::now() + TTL,
+        );
+        drop(second);
+    }
+    history.record(0, first_at, first.valid_until(), first.valid_until());
+    drop(first);
+    history
+}
+
+fn cut(cluster: &LocalCluster, mode: ProxyMode) {
+    cluster.set_proxy(3, mode);
+    cluster.set_proxy(4, mode);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_immediate_empty_restart_in_the_quorum_intersection_is_detected() {
+    let history = run(Break::RestartEmpty).await;
+    eprintln!(
+        "[negative: restart empty] holds={} overlaps={} (DETECTED expected)",
+        history.len(),
+        history.overlaps().len()
+    );
+    assert_eq!(
+        history.overlaps().len(),
+        1,
+        "the checker must see the overlap"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_early_expiry_while_two_nodes_are_cut_off_is_detected() {
+    let history = run(Break::ExpireEarly).await;
+    eprintln!(
+        "[negative: early expiry] holds={} overlaps={} (DETECTED expected)",
+        history.len(),
+        history.overlaps().len()
+    );
+    assert_eq!(
+        history.overlaps().len(),
+        1,
+        "the checker must see the overlap"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_delayed_past_the_ttl_shows_no_overlap() {
+    let history = run(Break::RestartAfterTtl).await;
+    eprintln!(
+        "[control: delayed restart] holds={} overlaps={}",
+        history.len(),
+        history.overlaps().len()
+    );
+    assert_eq!(history.len(), 2, "B must get the lock once A's has expired");
+    assert!(history.overlaps().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_aof_fsync_always_shows_no_overlap() {
+    let history = run(Break::RestartWithAof).await;
+    eprintln!(
+        "[control: aof restart] holds={} overlaps={}",
+        history.len(),
+        history.overlaps().len()
+    );
+    assert_eq!(
+        history.len(),
+        1,
+        "node 2 must still hold A's key, so B is refused"
+    );
+    assert!(history.overlaps().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_early_expiry_the_second_client_is_refused() {
+    let history = run(Break::Nothing).await;
+    eprintln!(
+        "[control: no expiry] holds={} overlaps={}",
+        history.len(),
+        history.overlaps().len()
+    );
+    assert_eq!(history.len(), 1);
+    assert!(history.overlaps().is_empty());
+}
