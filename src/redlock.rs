@@ -219,6 +219,19 @@ impl Redlock {
         &self.shared.config
     }
 
+    /// The Redis key that holds `resource`'s lock on every node,
+    /// `{key_prefix}lock:{resource}`: for inspecting a lock (`GET`, `PTTL`)
+    /// with other tools. Never write to it.
+    ///
+    /// ```
+    /// let redlock = redquorum::Redlock::new(["redis://a:6379"])?;
+    /// assert_eq!(redlock.lock_key("jobs"), "redquorum:lock:jobs");
+    /// # Ok::<(), redquorum::Error>(())
+    /// ```
+    pub fn lock_key(&self, resource: &str) -> String {
+        self.shared.lock_key(resource)
+    }
+
     /// Makes one attempt to lock `resource` for `ttl`.
     ///
     /// ```no_run

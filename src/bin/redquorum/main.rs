@@ -1,0 +1,137 @@
+//! `redquorum`: run a command under a Redlock lock held on a quorum of
+//! independent Redis masters (flock(1) for a fleet), check the nodes, and
+//! show a lock's state.
+
+mod args;
+mod check;
+mod duration;
+mod keepalive;
+mod nodes;
+mod run;
+mod status;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use redquorum::{Config, Redlock};
+
+use args::{Cli, Command};
+
+/// Bad command line (sysexits `EX_USAGE`).
+pub const EX_USAGE: i32 = 64;
+/// Nodes unreachable (sysexits `EX_UNAVAILABLE`).
+pub const EX_UNAVAILABLE: i32 = 69;
+/// Internal error (sysexits `EX_SOFTWARE`).
+pub const EX_SOFTWARE: i32 = 70;
+/// The lock could not be had; try later (sysexits `EX_TEMPFAIL`).
+pub const EX_TEMPFAIL: i32 = 75;
+/// Bad nodes or settings, or a misconfigured node (sysexits `EX_CONFIG`).
+pub const EX_CONFIG: i32 = 78;
+/// The lock was lost while the command ran.
+pub const LOCK_LOST: i32 = 79;
+/// The command exists but cannot be executed (as in shells).
+pub const NOT_EXECUTABLE: i32 = 126;
+/// The command was not found (as in shells).
+pub const NOT_FOUND: i32 = 127;
+
+/// How the tool ends: an exit code and maybe a one-line message for stderr.
+#[derive(Debug)]
+pub struct Exit {
+    code: i32,
+    message: Option<String>,
+}
+
+impl Exit {
+    /// Ends with `code`, saying nothing.
+    pub fn code(code: i32) -> Exit {
+        Exit {
+            code,
+            message: None,
+        }
+    }
+
+    /// Ends with `code` after printing `redquorum: {message}` on stderr.
+    pub fn error(code: i32, message: String) -> Exit {
+        Exit {
+            code,
+            message: Some(message),
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Exit {
+    let nodes: Vec<String> = cli
+        .nodes
+        .iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if nodes.is_empty() {
+        return Exit::error(
+            EX_USAGE,
+            "no nodes: pass --nodes redis://host:port,... or set REDLOCK_NODES".to_owned(),
+        );
+    }
+    let config = Config::default()
+        .with_node_timeout(cli.node_timeout)
+        .with_key_prefix(&cli.key_prefix);
+    let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config.clone()) {
+        Ok(r) => r,
+        Err(e) => return Exit::error(EX_CONFIG, e.to_string()),
+    };
+    match &cli.command {
+        Command::Run(args) => run::run(&nodes, config, args).await,
+        Command::Check => check::check(&nodes, redlock.quorum(), cli.node_timeout).await,
+        Command::Status(args) => {
+            let key = redlock.lock_key(&args.resource);
+            status::status(&nodes, redlock.quorum(), &key, cli.node_timeout).await
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EX_USAGE } else { 0 };
+            let _ = e.print();
+            return exit_code(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("redquorum: cannot start the async runtime: {e}");
+            return exit_code(EX_SOFTWARE);
+        }
+    };
+    let settle = cli.node_timeout * 3;
+    let exit = runtime.block_on(async {
+        let exit = dispatch(cli).await;
+        settle_background_work(settle).await;
+        exit
+    });
+    if let Some(message) = &exit.message {
+        eprintln!("redquorum: {message}");
+    }
+    exit_code(exit.code)
+}
+
+/// Lets calls still in flight finish before the process exits: a release
+/// returns once a quorum has answered, and the other nodes' deletes (or an
+/// acquisition's late replies) complete in background tasks, each bounded
+/// by the node timeout. Exiting earlier would leave their keys until the TTL.
+async fn settle_background_work(limit: std::time::Duration) {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let give_up = tokio::time::Instant::now() + limit;
+    while metrics.num_alive_tasks() > 0 && tokio::time::Instant::now() < give_up {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX))
+}

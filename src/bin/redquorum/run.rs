@@ -1,0 +1,274 @@
+//! `redquorum run`: acquire, run the command while keeping the lock alive,
+//! release, and exit with the command's status.
+
+use std::io::ErrorKind;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use redquorum::{Config, Error, LockGuard, Redlock};
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::time::Instant;
+
+use crate::args::RunArgs;
+use crate::keepalive::{self, Lost};
+use crate::{
+    EX_CONFIG, EX_SOFTWARE, EX_TEMPFAIL, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND,
+};
+
+/// Pause between two attempts while waiting, and its random spread (+/-).
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+const RETRY_JITTER: Duration = Duration::from_millis(100);
+
+/// Turns fencing on, or says this build cannot.
+///
+/// # Errors
+///
+/// Always, until the library issues fencing tokens.
+fn with_fencing(config: Config) -> Result<Config, Exit> {
+    // Once `Config::with_fencing` exists: `Ok(config.with_fencing(true))`.
+    drop(config);
+    Err(Exit::error(
+        EX_USAGE,
+        "--fencing: fencing is not supported by this build".to_owned(),
+    ))
+}
+
+/// The signals passed on to the command.
+struct Signals(Vec<(i32, Signal)>);
+
+impl Signals {
+    fn new() -> Result<Self, Exit> {
+        let kinds = [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+        ];
+        let mut all = Vec::with_capacity(kinds.len());
+        for signo in kinds {
+            let stream = signal(SignalKind::from_raw(signo)).map_err(|e| {
+                Exit::error(EX_SOFTWARE, format!("cannot handle signal {signo}: {e}"))
+            })?;
+            all.push((signo, stream));
+        }
+        Ok(Signals(all))
+    }
+
+    /// The next signal received.
+    async fn recv(&mut self) -> i32 {
+        let waits = self.0.iter_mut().map(|(signo, stream)| {
+            let signo = *signo;
+            Box::pin(async move {
+                stream.recv().await;
+                signo
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
+}
+
+/// Sends `signo` to the command's process group.
+fn signal_group(pgid: Option<u32>, signo: i32) {
+    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+        // names the process group the command leads (made with setpgid).
+        unsafe {
+            libc::kill(-pgid, signo);
+        }
+    }
+}
+
+/// The status a shell would report: the exit code, or 128 + the signal.
+fn status_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(EX_SOFTWARE)
+}
+
+/// Why the lock was not had, in one line.
+fn not_acquired(e: Error) -> Exit {
+    match e {
+        Error::NotAcquired(a) if a.is_unavailable() => {
+            Exit::error(EX_TEMPFAIL, format!("nodes unavailable: {a}"))
+        }
+        Error::NotAcquired(a) if a.is_contended() => {
+            Exit::error(EX_TEMPFAIL, format!("held by another owner: {a}"))
+        }
+        Error::InvalidArgument(why) => Exit::error(EX_USAGE, why),
+        Error::Config(why) => Exit::error(EX_CONFIG, why),
+        other => Exit::error(EX_TEMPFAIL, format!("not acquired: {other}")),
+    }
+}
+
+/// Tries until acquired or `wait` has passed. A signal interrupts the
+/// pauses only; an attempt under way is finished and its lock released, so
+/// that nothing is left on the nodes.
+async fn acquire(
+    redlock: &Redlock,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> Result<LockGuard, Exit> {
+    let give_up_at = Instant::now() + args.wait().unwrap_or(Duration::ZERO);
+    loop {
+        let attempt = redlock.try_lock(&args.resource, args.ttl);
+        tokio::pin!(attempt);
+        let result = tokio::select! {
+            result = &mut attempt => result,
+            signo = signals.recv() => {
+                if let Ok(guard) = attempt.await {
+                    let _ = guard.release().await;
+                }
+                return Err(interrupted(signo));
+            }
+        };
+        let e = match result {
+            Ok(guard) => return Ok(guard),
+            Err(e @ Error::NotAcquired(_)) => e,
+            Err(e) => return Err(not_acquired(e)),
+        };
+        let now = Instant::now();
+        if now >= give_up_at {
+            return Err(not_acquired(e));
+        }
+        let spread = RETRY_JITTER.as_secs_f64() * (2.0 * rand::random::<f64>() - 1.0);
+        let pause = Duration::from_secs_f64((RETRY_DELAY.as_secs_f64() + spread).max(0.0));
+        tokio::select! {
+            () = tokio::time::sleep_until((now + pause).min(give_up_at)) => {}
+            signo = signals.recv() => return Err(interrupted(signo)),
+        }
+    }
+}
+
+fn interrupted(signo: i32) -> Exit {
+    Exit::error(
+        128 + signo,
+        format!("interrupted by signal {signo} while waiting for the lock"),
+    )
+}
+
+/// Starts the command in its own process group, with the lock in its environment.
+fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Exit> {
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(Exit::error(
+            EX_USAGE,
+            "no command given after --".to_owned(),
+        ));
+    };
+    let mut command = Command::new(program);
+    command
+        .args(rest)
+        .env("REDQUORUM_RESOURCE", &args.resource)
+        .env("REDQUORUM_LOCK_VALUE", guard.value())
+        .env(
+            "REDQUORUM_VALID_MS",
+            guard.remaining().as_millis().to_string(),
+        )
+        .process_group(0);
+    if let Some(token) = guard.fencing_token() {
+        command.env("REDQUORUM_FENCING_TOKEN", token.to_string());
+    }
+    command.spawn().map_err(|e| {
+        let name = program.to_string_lossy();
+        match e.kind() {
+            ErrorKind::NotFound => Exit::error(NOT_FOUND, format!("{name}: command not found")),
+            ErrorKind::PermissionDenied => {
+                Exit::error(NOT_EXECUTABLE, format!("{name}: permission denied"))
+            }
+            _ => Exit::error(NOT_EXECUTABLE, format!("{name}: cannot run: {e}")),
+        }
+    })
+}
+
+/// How the command's run ended.
+enum End {
+    Exited(std::io::Result<ExitStatus>),
+    Lost(Lost),
+}
+
+/// Runs `redquorum run`.
+pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
+    match run_inner(nodes, config, args).await {
+        Ok(exit) | Err(exit) => exit,
+    }
+}
+
+async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<Exit, Exit> {
+    let config = if args.fencing {
+        with_fencing(config)?
+    } else {
+        config
+    };
+    let redlock =
+        Redlock::with_config(nodes.iter().map(String::as_str), config).map_err(not_acquired)?;
+    let mut signals = Signals::new()?;
+    let mut guard = acquire(&redlock, args, &mut signals).await?;
+    let mut child = match spawn(args, &guard) {
+        Ok(child) => child,
+        Err(exit) => {
+            let _ = guard.release().await;
+            return Err(exit);
+        }
+    };
+    let pgid = child.id();
+    let end = {
+        let keep = keepalive::keep_alive(&mut guard, args.ttl);
+        tokio::pin!(keep);
+        loop {
+            tokio::select! {
+                status = child.wait() => break End::Exited(status),
+                lost = &mut keep => break End::Lost(lost),
+                signo = signals.recv() => signal_group(pgid, signo),
+            }
+        }
+    };
+    match end {
+        End::Exited(status) => {
+            let released = guard.release().await;
+            let status = status
+                .map_err(|e| Exit::error(EX_SOFTWARE, format!("waiting for the command: {e}")))?;
+            if released.is_err() {
+                eprintln!(
+                    "redquorum: warning: the lock on {:?} had expired or could not be released \
+                     on a quorum when the command ended",
+                    args.resource
+                );
+            }
+            Ok(Exit::code(status_code(status)))
+        }
+        End::Lost(why) => {
+            signal_group(pgid, libc::SIGTERM);
+            let waited = tokio::time::timeout(args.grace, child.wait()).await;
+            let how = if waited.is_ok() {
+                "it was stopped with SIGTERM".to_owned()
+            } else {
+                signal_group(pgid, libc::SIGKILL);
+                let _ = child.wait().await;
+                format!("it was killed with SIGKILL after {:?}", args.grace)
+            };
+            drop(guard.release().await);
+            Err(Exit::error(
+                LOCK_LOST,
+                format!(
+                    "lost the lock on {:?} while the command ran: {why}; {how}",
+                    args.resource
+                ),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_death_is_reported_as_128_plus_the_signal() {
+        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(status_code(ExitStatus::from_raw(libc::SIGTERM)), 128 + 15);
+    }
+}

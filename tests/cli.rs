@@ -1,0 +1,565 @@
+//! The `redquorum` binary against real nodes: run, check, status.
+#![cfg(all(feature = "testkit", feature = "cli"))]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{cluster, get, holders, key, unique};
+
+/// Exit code of `run` when the lock is lost while the command runs.
+const LOCK_LOST: i32 = 79;
+/// Exit code when the lock cannot be had.
+const EX_TEMPFAIL: i32 = 75;
+const EX_USAGE: i32 = 64;
+const EX_UNAVAILABLE: i32 = 69;
+const EX_CONFIG: i32 = 78;
+
+/// Generous upper bound that only catches hangs.
+const HANG: Duration = Duration::from_secs(20);
+
+/// The binary, with `urls` as its nodes and a node timeout that tolerates a
+/// loaded machine.
+fn redquorum(urls: &[String]) -> Command {
+    redquorum_with_timeout(urls, "1s")
+}
+
+fn redquorum_with_timeout(urls: &[String], node_timeout: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    command
+        .env_remove("REDLOCK_NODES")
+        .arg("--nodes")
+        .arg(urls.join(","))
+        .arg("--node-timeout")
+        .arg(node_timeout);
+    command
+}
+
+/// Starts the binary with piped stdin, stdout and stderr. A command that
+/// runs `read x` waits until the test calls [`finish`].
+fn spawn(mut command: Command) -> Child {
+    match command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!("cannot start redquorum: {e}"),
+    }
+}
+
+/// Waits for `child` to exit, failing the test after `limit`.
+fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
+    let give_up = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status,
+            Ok(None) if Instant::now() < give_up => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                panic!("redquorum did not exit within {limit:?}");
+            }
+            Err(e) => panic!("waiting for redquorum: {e}"),
+        }
+    }
+}
+
+/// Closes the command's standard input: its `read` returns.
+fn finish(child: &mut Child) {
+    drop(child.stdin.take());
+}
+
+fn stderr(child: &mut Child) -> String {
+    let mut text = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut text);
+    }
+    text
+}
+
+/// Reads one line of the command's standard output.
+fn first_line(child: &mut Child) -> String {
+    let Some(out) = child.stdout.take() else {
+        panic!("stdout not piped");
+    };
+    let mut reader = BufReader::new(out);
+    let mut line = String::new();
+    if let Err(e) = reader.read_line(&mut line) {
+        panic!("reading the command's output: {e}");
+    }
+    // Keep the pipe open so that later writes do not fail.
+    child.stdout = Some(reader.into_inner());
+    line.trim().to_owned()
+}
+
+/// Runs to completion; returns (exit code, stdout, stderr).
+fn output(mut command: Command) -> (Option<i32>, String, String) {
+    match command.output() {
+        Ok(out) => (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        Err(e) => panic!("cannot run redquorum: {e}"),
+    }
+}
+
+/// A file path no other test uses, removed again on drop.
+struct Marker(PathBuf);
+
+impl Marker {
+    fn new(name: &str) -> Marker {
+        Marker(std::env::temp_dir().join(unique(&format!("redquorum-cli-{name}"))))
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+
+    fn read(&self) -> String {
+        std::fs::read_to_string(&self.0).unwrap_or_default()
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn run_args(command: &mut Command, resource: &str, extra: &[&str], cmd: &[&str]) {
+    command
+        .args(["run", "--resource", resource])
+        .args(extra)
+        .arg("--")
+        .args(cmd);
+}
+
+#[test]
+fn two_concurrent_no_wait_runs_let_one_run_and_turn_the_other_away_at_once() {
+    let nodes = cluster(5);
+    let resource = unique("cli-race");
+    let start = || {
+        let mut command = redquorum(&nodes.urls());
+        run_args(&mut command, &resource, &["--no-wait"], &["sleep", "2"]);
+        spawn(command)
+    };
+    let mut children = [start(), start()];
+    let give_up = Instant::now() + HANG;
+    let (first, status) = loop {
+        let done = children
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
+        if let Some(found) = done {
+            break found;
+        }
+        assert!(Instant::now() < give_up, "neither run exited");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let other = 1 - first;
+    let loser_stderr = stderr(&mut children[first]);
+    assert_eq!(status.code(), Some(EX_TEMPFAIL), "{loser_stderr}");
+    assert!(
+        loser_stderr.contains("held by another owner"),
+        "{loser_stderr}"
+    );
+    assert_eq!(loser_stderr.trim().lines().count(), 1, "{loser_stderr}");
+    assert!(
+        matches!(children[other].try_wait(), Ok(None)),
+        "the loser must be turned away while the winner's command still runs"
+    );
+    let winner = wait(&mut children[other], HANG);
+    assert_eq!(winner.code(), Some(0), "{}", stderr(&mut children[other]));
+}
+
+#[test]
+fn a_waiting_run_starts_once_the_first_one_has_released() {
+    let nodes = cluster(5);
+    let resource = unique("cli-wait");
+    let done = Marker::new("first-done");
+    let first_script = format!("echo started; sleep 1; touch {}", done.path());
+    let mut first = redquorum(&nodes.urls());
+    run_args(
+        &mut first,
+        &resource,
+        &["--no-wait"],
+        &["sh", "-c", &first_script],
+    );
+    let mut first = spawn(first);
+    assert_eq!(first_line(&mut first), "started");
+
+    // Exits 9 if it runs before the first command has finished.
+    let second_script = format!("test -e {}", done.path());
+    let mut second = redquorum(&nodes.urls());
+    run_args(
+        &mut second,
+        &resource,
+        &["--wait", "5s"],
+        &["sh", "-c", &second_script],
+    );
+    let (code, _, err) = output(second);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(wait(&mut first, HANG).code(), Some(0));
+}
+
+#[test]
+fn the_commands_exit_status_is_passed_on_and_the_lock_released_afterwards() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status");
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "test \"$REDQUORUM_RESOURCE\" = \"$0\" || exit 99; echo \"$REDQUORUM_LOCK_VALUE\"; read x; exit 7",
+            &resource,
+        ],
+    );
+    let mut child = spawn(command);
+    let value = first_line(&mut child);
+    assert_eq!(value.len(), 40, "lock value {value:?}");
+    let direct = nodes.direct_urls();
+    assert!(holders(&direct, &key(&resource), &value) >= 3);
+    finish(&mut child);
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(7), "{}", stderr(&mut child));
+    for url in &direct {
+        assert_eq!(get(url, &key(&resource)), None, "key left on {url}");
+    }
+}
+
+#[test]
+fn a_command_killed_by_a_signal_exits_with_128_plus_the_signal() {
+    let nodes = cluster(3);
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &unique("cli-signal"),
+        &[],
+        &["sh", "-c", "kill -TERM $$"],
+    );
+    let (code, _, err) = output(command);
+    assert_eq!(code, Some(128 + 15), "{err}");
+}
+
+#[test]
+fn losing_a_majority_of_nodes_sends_sigterm_and_exits_with_the_lock_lost_code() {
+    let nodes = cluster(5);
+    let marker = Marker::new("term");
+    let script = format!(
+        "trap 'echo term > {}; exit 0' TERM; echo up; while :; do sleep 0.1; done",
+        marker.path()
+    );
+    let mut command = redquorum_with_timeout(&nodes.urls(), "300ms");
+    run_args(
+        &mut command,
+        &unique("cli-lost"),
+        &["--ttl", "2s", "--grace", "5s"],
+        &["sh", "-c", &script],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    assert_eq!(line, "up", "{}", stderr(&mut child));
+    for i in 0..3 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let status = wait(&mut child, HANG);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(err.contains("lost the lock"), "{err}");
+    assert_eq!(
+        marker.read().trim(),
+        "term",
+        "the command did not get SIGTERM"
+    );
+}
+
+#[test]
+fn sigint_to_redquorum_is_passed_on_to_the_command_and_the_lock_released() {
+    let nodes = cluster(5);
+    let resource = unique("cli-int");
+    let marker = Marker::new("int");
+    let script = format!(
+        "trap 'echo int > {}; exit 5' INT; echo up; while :; do sleep 0.1; done",
+        marker.path()
+    );
+    let mut command = redquorum(&nodes.urls());
+    run_args(&mut command, &resource, &[], &["sh", "-c", &script]);
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    assert_eq!(line, "up", "{}", stderr(&mut child));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT failed");
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(5), "{}", stderr(&mut child));
+    assert_eq!(marker.read().trim(), "int");
+    for url in &nodes.direct_urls() {
+        assert_eq!(get(url, &key(&resource)), None, "key left on {url}");
+    }
+}
+
+#[test]
+fn a_run_is_turned_away_with_75_when_a_majority_of_nodes_is_down() {
+    let nodes = cluster(5);
+    for i in 0..3 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let mut command = redquorum(&nodes.urls());
+    run_args(&mut command, &unique("cli-down"), &["--no-wait"], &["true"]);
+    let (code, _, err) = output(command);
+    assert_eq!(code, Some(EX_TEMPFAIL), "{err}");
+    assert!(err.contains("nodes unavailable"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn status_shows_the_holder_and_ttl_on_every_node_while_a_command_runs() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-cmd");
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--ttl", "30s"],
+        &["sh", "-c", "echo \"$REDQUORUM_LOCK_VALUE\"; read x; exit 0"],
+    );
+    let mut child = spawn(command);
+    let value = first_line(&mut child);
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&format!("held by {value} on")), "{out}");
+    let rows = out
+        .lines()
+        .filter(|l| l.contains(&value) && l.contains(" yes "))
+        .count();
+    assert!(rows >= 3, "{out}");
+    assert!(out.contains("quorum 3"), "{out}");
+    finish(&mut child);
+    assert_eq!(wait(&mut child, HANG).code(), Some(0));
+
+    let mut after = redquorum(&nodes.urls());
+    after.args(["status", "--resource", &resource]);
+    let (code, out, _) = output(after);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("free on all 5 nodes"), "{out}");
+}
+
+#[test]
+fn check_flags_a_replica_and_a_wrong_password_and_exits_78() {
+    let nodes = cluster(3);
+    let master_port = nodes
+        .direct_url(0)
+        .trim_start_matches("redis://127.0.0.1:")
+        .trim_end_matches('/')
+        .to_owned();
+    let replicate = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(&master_port)
+        .query::<()>(&mut nodes.connection(1).unwrap());
+    assert!(replicate.is_ok(), "{replicate:?}");
+    let password = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("s3cret")
+        .query::<()>(&mut nodes.connection(2).unwrap());
+    assert!(password.is_ok(), "{password:?}");
+    let urls = vec![
+        nodes.url(0),
+        nodes.url(1),
+        nodes.url(2).replace("redis://", "redis://:wrong@"),
+    ];
+    let mut check = redquorum(&urls);
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("NODE"), "{out}");
+    assert!(lines[1].ends_with("  ok"), "{out}");
+    assert!(lines[2].contains("replica of 127.0.0.1:"), "{out}");
+    assert!(lines[3].contains("authentication failed"), "{out}");
+    assert!(
+        !out.contains("wrong"),
+        "the password must not be shown: {out}"
+    );
+    assert!(out.contains("2 misconfigured"), "{out}");
+}
+
+#[test]
+fn check_passes_on_healthy_nodes_and_reports_a_dead_one_as_unreachable() {
+    let nodes = cluster(3);
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 ok"), "{out}");
+    assert_eq!(out.matches(" master ").count(), 3, "{out}");
+
+    if let Err(e) = nodes.kill(2) {
+        panic!("kill: {e}");
+    }
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    let dead = out.lines().nth(3).unwrap_or_default();
+    assert!(
+        dead.contains(" no ") && dead.contains("unreachable"),
+        "{out}"
+    );
+    assert!(out.contains("locks can be acquired"), "{out}");
+}
+
+#[test]
+fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
+    let nowhere = vec!["redis://127.0.0.1:1/".to_owned()];
+
+    let mut bad_ttl = redquorum(&nowhere);
+    run_args(&mut bad_ttl, "r", &["--ttl", "30"], &["true"]);
+    let (code, _, err) = output(bad_ttl);
+    assert_eq!(code, Some(EX_USAGE), "{err}");
+    assert!(
+        err.contains("--ttl") && err.contains("500ms, 30s, 2m"),
+        "{err}"
+    );
+
+    let mut no_nodes = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    no_nodes.env_remove("REDLOCK_NODES").arg("check");
+    let (code, _, err) = output(no_nodes);
+    assert_eq!(code, Some(EX_USAGE), "{err}");
+    assert!(err.contains("REDLOCK_NODES"), "{err}");
+
+    let mut bad_url = redquorum(&["http://example".to_owned()]);
+    bad_url.arg("check");
+    let (code, _, err) = output(bad_url);
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("node 0"), "{err}");
+
+    let mut fencing = redquorum(&nowhere);
+    run_args(&mut fencing, "r", &["--fencing"], &["true"]);
+    let (code, _, err) = output(fencing);
+    assert_eq!(code, Some(EX_USAGE), "{err}");
+    assert!(
+        err.contains("fencing is not supported by this build"),
+        "{err}"
+    );
+
+    let mut help = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    help.arg("--help");
+    let (code, out, _) = output(help);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("Examples:") && out.contains("redquorum run --resource"),
+        "{out}"
+    );
+}
+
+#[test]
+fn nodes_come_from_redlock_nodes_when_no_flag_is_given() {
+    let nodes = cluster(3);
+    let mut check = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    check
+        .env("REDLOCK_NODES", nodes.urls().join(","))
+        .args(["--node-timeout", "1s", "check"]);
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 nodes, quorum 2"), "{out}");
+}
+
+#[test]
+fn a_command_that_outlives_the_ttl_keeps_the_lock() {
+    let nodes = cluster(5);
+    let resource = unique("cli-keepalive");
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--ttl", "1s"],
+        &["sh", "-c", "echo up; read x; exit 0"],
+    );
+    let mut child = spawn(command);
+    assert_eq!(first_line(&mut child), "up");
+    // Well past the TTL: only extensions can still hold the lock.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let mut contender = redquorum(&nodes.urls());
+    run_args(&mut contender, &resource, &["--no-wait"], &["true"]);
+    let (code, _, err) = output(contender);
+    assert_eq!(code, Some(EX_TEMPFAIL), "{err}");
+    assert!(err.contains("held by another owner"), "{err}");
+    finish(&mut child);
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&mut child));
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let nodes = cluster(3);
+    let mut command = redquorum_with_timeout(&nodes.urls(), "300ms");
+    run_args(
+        &mut command,
+        &unique("cli-grace"),
+        &["--ttl", "1s", "--grace", "500ms"],
+        &[
+            "sh",
+            "-c",
+            "trap '' TERM; echo up; while :; do sleep 0.1; done",
+        ],
+    );
+    let mut child = spawn(command);
+    assert_eq!(first_line(&mut child), "up");
+    for i in 0..2 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let status = wait(&mut child, HANG);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(err.contains("SIGKILL"), "{err}");
+}
+
+#[test]
+fn sigint_while_waiting_for_the_lock_gives_up_with_130_and_leaves_the_holder_alone() {
+    let nodes = cluster(3);
+    let resource = unique("cli-int-wait");
+    let mut holder = redquorum(&nodes.urls());
+    run_args(
+        &mut holder,
+        &resource,
+        &[],
+        &["sh", "-c", "echo \"$REDQUORUM_LOCK_VALUE\"; read x; exit 0"],
+    );
+    let mut holder = spawn(holder);
+    let value = first_line(&mut holder);
+
+    let mut waiter = redquorum(&nodes.urls());
+    run_args(&mut waiter, &resource, &["--wait", "60s"], &["true"]);
+    let mut waiter = spawn(waiter);
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Command::new("kill")
+        .args(["-INT", &waiter.id().to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT failed");
+    let status = wait(&mut waiter, HANG);
+    let err = stderr(&mut waiter);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("while waiting for the lock"), "{err}");
+    assert!(holders(&nodes.direct_urls(), &key(&resource), &value) >= 2);
+    finish(&mut holder);
+    assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+}
