@@ -38,6 +38,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// | `acquire_timeout` | none | overall deadline for `lock`, across retries |
 /// | `node_timeout` | `100 ms` | limit on one call to one node (connect included) |
 /// | `key_prefix` | `"redquorum:"` | prefix of every key written |
+/// | `fencing` | `false` | issue a fencing token with every acquisition |
 ///
 /// # Examples
 ///
@@ -64,6 +65,7 @@ pub struct Config {
     acquire_timeout: Option<Duration>,
     node_timeout: Duration,
     key_prefix: String,
+    fencing: bool,
 }
 
 impl Default for Config {
@@ -79,6 +81,7 @@ impl Default for Config {
             acquire_timeout: None,
             node_timeout: DEFAULT_NODE_TIMEOUT,
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            fencing: false,
         }
     }
 }
@@ -306,6 +309,37 @@ impl Config {
     /// ```
     pub fn key_prefix(&self) -> &str {
         &self.key_prefix
+    }
+
+    /// Turns fencing tokens on or off (off by default).
+    ///
+    /// With fencing on, every acquisition also reads a per-resource counter
+    /// from the nodes that granted it and writes the next value back to a
+    /// quorum of them (one more round trip), and
+    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token) returns
+    /// a token that strictly increases across successful acquisitions of
+    /// the resource. Counters live at `{prefix}fence:{resource}` and never
+    /// expire. They survive only as long as the nodes keep their data: run
+    /// the nodes with `appendonly yes`, `appendfsync always` and
+    /// `maxmemory-policy noeviction`, and never `FLUSHALL` them (see the
+    /// crate docs, "Fencing tokens").
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_fencing(true);
+    /// assert!(config.fencing());
+    /// ```
+    pub fn with_fencing(mut self, fencing: bool) -> Self {
+        self.fencing = fencing;
+        self
+    }
+
+    /// Whether acquisitions issue fencing tokens.
+    ///
+    /// ```
+    /// assert!(!redquorum::Config::default().fencing());
+    /// ```
+    pub fn fencing(&self) -> bool {
+        self.fencing
     }
 
     /// Checks every value against `nodes` nodes and returns the quorum in force.

@@ -27,6 +27,8 @@ pub(crate) struct Held {
     pub(crate) keys: Arc<[String]>,
     pub(crate) value: Arc<str>,
     pub(crate) token: Option<u64>,
+    /// One fencing token per resource, in the order of `resources`.
+    pub(crate) tokens: Option<Arc<[u64]>>,
     pub(crate) status: watch::Sender<Status>,
     /// Acquire calls still in flight: awaited before releasing.
     pub(crate) stragglers: Option<Stragglers>,
@@ -132,6 +134,37 @@ impl LockGuard {
     /// ```
     pub fn fencing_token(&self) -> Option<u64> {
         self.held.token
+    }
+
+    /// The fencing tokens of a multi-resource lock, one per resource in the
+    /// order given to [`Redlock::lock_many`](crate::Redlock::lock_many)
+    /// (duplicates removed); `None` when fencing is off. Each resource has
+    /// its own counter, so tokens of different resources are unrelated.
+    /// [`fencing_token`](Self::fencing_token) is the first of them.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock_many(&["from", "to"], std::time::Duration::from_secs(5)).await?;
+    /// if let Some(tokens) = guard.fencing_tokens() {
+    ///     assert_eq!(tokens.len(), 2);
+    ///     assert_eq!(guard.fencing_token(), Some(tokens[0]));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn fencing_tokens(&self) -> Option<&[u64]> {
+        self.held.tokens.as_deref()
+    }
+
+    /// The locked resources, in the order given (duplicates removed).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock_many(&["b", "a", "b"], std::time::Duration::from_secs(5)).await?;
+    /// assert_eq!(guard.resources(), ["b", "a"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn resources(&self) -> &[String] {
+        &self.held.resources
     }
 
     /// The instant (monotonic clock) after which the lock may belong to

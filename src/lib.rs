@@ -53,6 +53,32 @@
 //! [`LockGuard::remaining`] before each side effect, and prefer resources
 //! that accept fencing tokens when correctness depends on it.
 //!
+//! ## Fencing tokens
+//!
+//! With [`Config::with_fencing`], every acquisition also issues a token
+//! ([`LockGuard::fencing_token`]) that strictly increases across successful
+//! acquisitions of the resource, at the cost of one more round trip: the
+//! acquire script returns each granting node's counter, and the token,
+//! their maximum plus one, is written back to the nodes while the lock is
+//! still ours. It is issued only once a quorum took the write-back and
+//! validity is left. Pass the token to the protected resource and have it
+//! refuse tokens lower than the highest it has seen: then even a holder
+//! paused past its validity cannot do harm. `testkit::FencedResource` is a
+//! reference implementation of such a resource.
+//!
+//! Monotonicity rests on every two quorums sharing a node that remembers
+//! its counters. A node that forgets them (a restart without
+//! `appendonly yes` and `appendfsync always`, `FLUSHALL`, eviction under
+//! a `maxmemory-policy` other than `noeviction`) can let a token go
+//! backwards. Counters live at `{prefix}fence:{resource}` and never expire.
+//!
+//! ## Reentrant holds
+//!
+//! [`Redlock::lock_reentrant`] lets one caller-chosen owner take a lock it
+//! already holds; the lock is free for others once every hold is released.
+//! A reentrant lock and a plain lock of the same resource exclude each
+//! other.
+//!
 //! ## Features
 //!
 //! - `testkit`: `LocalCluster`, which runs local `redis-server` processes
@@ -66,10 +92,12 @@ mod check;
 mod cleanup;
 mod config;
 mod error;
+mod fencing;
 mod guard;
 mod node;
 mod quorum;
 mod redlock;
+mod reentrant;
 mod request;
 mod scripts;
 mod value;

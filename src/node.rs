@@ -8,7 +8,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError, Script};
 
 use crate::error::{Error, NodeOutcome, Result};
-use crate::scripts;
+use crate::{reentrant, scripts};
 
 /// Why one call to one node did not give an answer.
 #[derive(Debug)]
@@ -146,22 +146,24 @@ impl Node {
         }
     }
 
-    /// Compare-and-delete. True when every key held our value and is gone.
+    /// Compare-and-delete. True when every key held our value and is gone
+    /// (for a reentrant hold id: held the hold, which is gone).
     pub(crate) async fn release(&self, keys: &[String], value: &str) -> NodeResult<bool> {
-        let deleted: usize = self.script(&scripts::RELEASE, keys, &[value]).await?;
+        let script = reentrant::release_script(value);
+        let deleted: usize = self.script(script, keys, &[value]).await?;
         Ok(deleted == keys.len())
     }
 
-    /// Compare-and-pexpire. True when every key held our value and got the new TTL.
+    /// Compare-and-pexpire. True when every key held our value and got the
+    /// new TTL (for a reentrant hold id: at least the new TTL).
     pub(crate) async fn extend(
         &self,
         keys: &[String],
         value: &str,
         ttl_ms: &str,
     ) -> NodeResult<bool> {
-        let extended: i64 = self
-            .script(&scripts::EXTEND, keys, &[value, ttl_ms])
-            .await?;
+        let script = reentrant::extend_script(value);
+        let extended: i64 = self.script(script, keys, &[value, ttl_ms]).await?;
         Ok(extended == 1)
     }
 }

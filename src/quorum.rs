@@ -156,11 +156,36 @@ pub(crate) async fn fan_out<F, Fut>(
     nodes: &[Arc<Node>],
     quorum: usize,
     leftover: Leftover,
-    mut call: F,
+    call: F,
 ) -> Round
 where
     F: FnMut(Arc<Node>) -> Fut,
     Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+{
+    fan_out_values(op, nodes, quorum, leftover, call, |granted| *granted)
+        .await
+        .0
+}
+
+/// [`fan_out`] for calls that answer with a value: `granted` says which
+/// values count as a grant. Returns the round and, per node, the value it
+/// answered before the decision (`None` for no answer, a timeout or an error).
+///
+/// # Cancel safety
+///
+/// As [`fan_out`].
+pub(crate) async fn fan_out_values<T, F, Fut>(
+    op: &'static str,
+    nodes: &[Arc<Node>],
+    quorum: usize,
+    leftover: Leftover,
+    mut call: F,
+    granted: fn(&T) -> bool,
+) -> (Round, Vec<Option<T>>)
+where
+    T: Send + 'static,
+    F: FnMut(Arc<Node>) -> Fut,
+    Fut: Future<Output = NodeResult<T>> + Send + 'static,
 {
     let mut pending: FuturesUnordered<_> = nodes
         .iter()
@@ -171,6 +196,7 @@ where
         })
         .collect();
     let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
+    let mut values: Vec<Option<T>> = std::iter::repeat_with(|| None).take(nodes.len()).collect();
     let mut tally = Tally::new(nodes.len(), quorum);
     let mut decision = tally.decision();
     while decision.is_none() {
@@ -178,8 +204,15 @@ where
             break;
         };
         let outcome = match answer {
-            Ok(true) => NodeOutcome::Acquired,
-            Ok(false) => NodeOutcome::Held,
+            Ok(value) => {
+                let outcome = if granted(&value) {
+                    NodeOutcome::Acquired
+                } else {
+                    NodeOutcome::Held
+                };
+                values[index] = Some(value);
+                outcome
+            }
             Err(e) => e.outcome(),
         };
         tracing::debug!(op, node = nodes[index].name(), %outcome, "node answered");
@@ -196,7 +229,7 @@ where
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 let task = runtime.spawn(async move {
                     while let Some((index, answer)) = pending.next().await {
-                        tracing::debug!(op, index, ok = ?answer.as_ref().ok(), "late node answer");
+                        tracing::debug!(op, index, ok = answer.is_ok(), "late node answer");
                     }
                 });
                 // An error means the task was cancelled (runtime shutting
@@ -206,13 +239,14 @@ where
         }
         Leftover::Finish => {}
     }
-    Round {
+    let round = Round {
         // Every node answered yet no decision: only possible with a quorum
         // of zero nodes, which validation rules out. Losing is the safe reading.
         decision: decision.unwrap_or(Decision::Lost),
         outcomes,
         stragglers,
-    }
+    };
+    (round, values)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::guard::{Held, LockGuard, Status};
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Decision, Leftover, Round};
 use crate::request::{self, Ttl};
-use crate::value;
+use crate::{fencing, reentrant, value};
 
 /// What every handle and guard of one [`Redlock`] shares.
 pub(crate) struct Shared {
@@ -61,9 +61,9 @@ impl Shared {
 }
 
 /// The outcome of one failed attempt, kept for the error report.
-struct Failure {
-    reports: Vec<NodeReport>,
-    validity_exhausted: bool,
+pub(crate) struct Failure {
+    pub(crate) reports: Vec<NodeReport>,
+    pub(crate) validity_exhausted: bool,
 }
 
 /// A distributed lock over N independent Redis masters (Redlock).
@@ -294,7 +294,8 @@ impl Redlock {
     /// [`lock`](Self::lock). On each node the keys are taken by one script
     /// (all free, then all set), so two callers locking overlapping sets can
     /// never each hold a part. Release and extend act on the whole set;
-    /// duplicate names count once.
+    /// duplicate names count once. With fencing on, each resource gets its
+    /// own token ([`LockGuard::fencing_tokens`]).
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -336,6 +337,81 @@ impl Redlock {
     /// As [`try_lock`](Self::try_lock).
     pub async fn try_lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
         self.acquire(resources, ttl, 0).await
+    }
+
+    /// Locks `resource` for `owner`, a caller-chosen identity, with the
+    /// retries of [`lock`](Self::lock); the same owner may take it again
+    /// while holding it. Each guard is one hold: the lock is free for
+    /// others once every hold of `owner` is released (or has expired).
+    ///
+    /// On each node one script takes a free lock for `owner`, or adds a
+    /// hold when `owner` already has it (raising the TTL to at least `ttl`),
+    /// or refuses. Quorum, validity, retries and clean-up after a failed
+    /// attempt are those of [`lock`](Self::lock). A reentrant lock and a
+    /// plain lock of the same resource exclude each other. Reentrant holds
+    /// carry no fencing token, even with fencing on.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let outer = redlock.lock_reentrant("ledger", "job-17", Duration::from_secs(10)).await?;
+    /// let inner = redlock.lock_reentrant("ledger", "job-17", Duration::from_secs(10)).await?;
+    /// inner.release().await?; // still held by job-17
+    /// outer.release().await?; // now free
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Holds are counted per node. Should a release not reach a node (it
+    /// is down or cut off), that node keeps the hold until the key's TTL
+    /// runs out, and its count stays above the others': it votes against
+    /// other owners until then. The count of a node never drifts from
+    /// failed or cancelled acquisitions, since each hold has its own id.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); an empty `owner` is [`Error::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock): a dropped future removes the hold
+    /// it may have added, and only that one.
+    pub async fn lock_reentrant(
+        &self,
+        resource: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<LockGuard> {
+        let retries = self.shared.config.retry_count();
+        self.acquire_as(&[resource], ttl, retries, Some(owner))
+            .await
+    }
+
+    /// One attempt of [`lock_reentrant`](Self::lock_reentrant).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let ttl = std::time::Duration::from_secs(5);
+    /// let guard = redlock.try_lock_reentrant("ledger", "job-17", ttl).await?;
+    /// assert!(redlock.try_lock_reentrant("ledger", "job-18", ttl).await.is_err());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock_reentrant`](Self::lock_reentrant).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock_reentrant`](Self::lock_reentrant).
+    pub async fn try_lock_reentrant(
+        &self,
+        resource: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<LockGuard> {
+        self.acquire_as(&[resource], ttl, 0, Some(owner)).await
     }
 
     /// Start-up checks, to call at boot: every node answers as a master
@@ -396,7 +472,21 @@ impl Redlock {
     }
 
     async fn acquire(&self, resources: &[&str], ttl: Duration, retries: u32) -> Result<LockGuard> {
+        self.acquire_as(resources, ttl, retries, None).await
+    }
+
+    /// Acquires with retries; `owner` makes it a reentrant hold.
+    async fn acquire_as(
+        &self,
+        resources: &[&str],
+        ttl: Duration,
+        retries: u32,
+        owner: Option<&str>,
+    ) -> Result<LockGuard> {
         request::check_resources(resources)?;
+        if let Some(owner) = owner {
+            reentrant::check_owner(owner)?;
+        }
         let ttl = Ttl::new(ttl, &self.shared.config)?;
         let mut names: Vec<String> = Vec::with_capacity(resources.len());
         for resource in resources {
@@ -412,7 +502,13 @@ impl Redlock {
         loop {
             attempt += 1;
             tracing::debug!(resource = %resources[0], attempt, "acquire attempt");
-            let outcome = self.attempt(&resources, &keys, &ttl).await;
+            let outcome = match owner {
+                Some(owner) => self.attempt(&resources, &keys, &ttl, Some(owner)).await,
+                None if config.fencing() => {
+                    fencing::attempt(&self.shared, &resources, &keys, &ttl).await
+                }
+                None => self.attempt(&resources, &keys, &ttl, None).await,
+            };
             // After the first attempt, so that the checks never slow it down.
             crate::check::warn_once(&self.shared);
             let failure = match outcome {
@@ -442,9 +538,14 @@ impl Redlock {
         resources: &Arc<[String]>,
         keys: &Arc<[String]>,
         ttl: &Ttl,
+        owner: Option<&str>,
     ) -> std::result::Result<LockGuard, Failure> {
         let shared = &self.shared;
-        let value: Arc<str> = value::fresh().into();
+        let value: Arc<str> = match owner {
+            Some(_) => reentrant::hold_id().into(),
+            None => value::fresh().into(),
+        };
+        let owner: Option<Arc<str>> = owner.map(Arc::from);
         let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
         let start = Instant::now();
         let mut round = shared
@@ -454,7 +555,15 @@ impl Redlock {
                     Arc::clone(&value),
                     Arc::clone(&ttl.millis),
                 );
-                async move { node.acquire(&keys, &value, &millis).await }
+                let owner = owner.clone();
+                async move {
+                    match owner {
+                        Some(owner) => {
+                            reentrant::acquire(&node, &keys, &owner, &value, &millis).await
+                        }
+                        None => node.acquire(&keys, &value, &millis).await,
+                    }
+                }
             })
             .await;
         pending.stragglers = round.stragglers.take();
@@ -473,6 +582,7 @@ impl Redlock {
                     keys: Arc::clone(keys),
                     value,
                     token: None,
+                    tokens: None,
                     status,
                     stragglers,
                 };

@@ -5,6 +5,7 @@
 //! ports, each fronted by a TCP proxy whose [`ProxyMode`] can be switched at
 //! any time (latency, blackhole, connection reset). Nodes can be killed,
 //! restarted empty on the same port, paused (`SIGSTOP`) and resumed.
+//! [`FencedResource`] is a reference store that checks fencing tokens.
 //!
 //! Requires `redis-server` on `PATH` (`apt-get install -y redis-server`) or
 //! `REDIS_SERVER_BIN` pointing at it. Unix only (signals).
@@ -22,6 +23,7 @@
 
 mod cluster;
 mod error;
+mod fenced;
 mod history;
 mod nemesis;
 mod proxy;
@@ -30,6 +32,7 @@ mod server;
 
 pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use error::TestkitError;
+pub use fenced::{FencedResource, FencedWrite, StaleToken};
 pub use history::{Counter, History, Hold};
 pub use nemesis::{FaultKind, Nemesis, NemesisReport, SEED_ENV};
 pub use proxy::ProxyMode;

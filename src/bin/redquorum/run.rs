@@ -21,20 +21,6 @@ use crate::{
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 const RETRY_JITTER: Duration = Duration::from_millis(100);
 
-/// Turns fencing on, or says this build cannot.
-///
-/// # Errors
-///
-/// Always, until the library issues fencing tokens.
-fn with_fencing(config: Config) -> Result<Config, Exit> {
-    // Once `Config::with_fencing` exists: `Ok(config.with_fencing(true))`.
-    drop(config);
-    Err(Exit::error(
-        EX_USAGE,
-        "--fencing: fencing is not supported by this build".to_owned(),
-    ))
-}
-
 /// The signals passed on to the command.
 struct Signals(Vec<(i32, Signal)>);
 
@@ -198,11 +184,7 @@ pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
 }
 
 async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<Exit, Exit> {
-    let config = if args.fencing {
-        with_fencing(config)?
-    } else {
-        config
-    };
+    let config = config.with_fencing(args.fencing);
     let redlock =
         Redlock::with_config(nodes.iter().map(String::as_str), config).map_err(not_acquired)?;
     let mut signals = Signals::new()?;

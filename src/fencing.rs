@@ -1,0 +1,279 @@
+//! Fencing tokens: an acquisition that also issues a number which strictly
+//! increases across successful acquisitions of a resource.
+//!
+//! Two phases, one round trip each:
+//!
+//! 1. On every node, one script takes the lock keys (all free, then all set,
+//!    as `SET NX PX`) and returns the node's counter of each resource, or
+//!    "held" and writes nothing.
+//! 2. Once a quorum granted phase 1, the token of each resource is the
+//!    largest counter read from the granting nodes plus one. Every node is
+//!    asked to raise its counters to these tokens, but only where the lock
+//!    keys still hold our value. The tokens are issued only if a quorum
+//!    did so and validity, measured from the start of phase 1, is left.
+//!
+//! Any two quorums share a node, so the next acquisition reads, on at least
+//! one node, a counter at least as large as our token, and gets a larger one.
+//! Counters live at `{prefix}fence:{resource}`: never the key of a lock,
+//! whose keys are `{prefix}lock:{resource}`.
+
+use std::sync::{Arc, LazyLock};
+
+use redis::Script;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cleanup::{self, ReleaseOnDrop};
+use crate::guard::{Held, LockGuard, Status};
+use crate::node::{Node, NodeResult};
+use crate::quorum::{self, Decision, Leftover};
+use crate::redlock::{Failure, Shared};
+use crate::request::Ttl;
+use crate::value;
+
+/// Phase 1: takes every lock key at once, or none, and reads the counters.
+///
+/// KEYS: the n lock keys, then the n counter keys (same order).
+/// ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns nil when any lock key exists (nothing is written then), else the
+/// n counters as decimal strings ("0" for a counter never written).
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('exists', KEYS[i]) == 1 then return false end
+end
+local counters = {}
+for i = 1, n do
+  local c = redis.call('get', KEYS[n + i])
+  if c and not string.match(c, '^%d+$') then
+    return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
+  end
+  counters[i] = c or '0'
+end
+for i = 1, n do
+  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+end
+return counters
+",
+    )
+});
+
+/// Phase 2: raises the counters to the tokens, only while the lock is ours.
+///
+/// KEYS: as [`ACQUIRE`]. ARGV[1]: our value, ARGV[1 + i]: the token of
+/// resource i, in decimal. Returns 1 when every lock key holds our value
+/// and every counter is now at least its token, 0 when a lock key is
+/// missing or not ours (nothing is written then). Counters are compared as
+/// decimal strings (length, then digits), exact over the whole `u64` range.
+static WRITE_BACK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local c = redis.call('get', KEYS[n + i])
+  local t = ARGV[1 + i]
+  if not c or #c < #t or (#c == #t and c < t) then
+    redis.call('set', KEYS[n + i], t)
+  end
+end
+return 1
+",
+    )
+});
+
+/// The counter key of `resource`. Lock keys are `{prefix}lock:{resource}`,
+/// so no resource name can make a counter key equal a lock key.
+pub(crate) fn counter_key(prefix: &str, resource: &str) -> String {
+    format!("{prefix}fence:{resource}")
+}
+
+/// Phase 1 on one node: `Some(counters)` when the keys are now ours.
+async fn acquire(
+    node: &Node,
+    keys: &[String],
+    value: &str,
+    ttl_ms: &str,
+) -> NodeResult<Option<Vec<String>>> {
+    node.script(&ACQUIRE, keys, &[value, ttl_ms]).await
+}
+
+/// Phase 2 on one node: true when the counters were raised under our lock.
+async fn write_back(
+    node: &Node,
+    keys: &[String],
+    value: &str,
+    tokens: &[String],
+) -> NodeResult<bool> {
+    let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
+    args.push(value);
+    args.extend(tokens.iter().map(String::as_str));
+    let written: i64 = node.script(&WRITE_BACK, keys, &args).await?;
+    Ok(written == 1)
+}
+
+/// The token of each of `resources` resources: one more than the largest
+/// counter any granting node returned. `None` if a node returned something
+/// unusable or a counter is at `u64::MAX`.
+pub(crate) fn next_tokens(
+    answers: &[Option<Option<Vec<String>>>],
+    resources: usize,
+) -> Option<Vec<u64>> {
+    let mut tokens = vec![0u64; resources];
+    for counters in answers.iter().flatten().flatten() {
+        if counters.len() != resources {
+            return None;
+        }
+        for (token, counter) in tokens.iter_mut().zip(counters) {
+            let counter: u64 = counter.parse().ok()?;
+            *token = (*token).max(counter);
+        }
+    }
+    tokens.iter().map(|t| t.checked_add(1)).collect()
+}
+
+/// One fenced attempt with a fresh value; on failure everything is released.
+pub(crate) async fn attempt(
+    shared: &Arc<Shared>,
+    resources: &Arc<[String]>,
+    keys: &Arc<[String]>,
+    ttl: &Ttl,
+) -> Result<LockGuard, Failure> {
+    let prefix = shared.config.key_prefix();
+    let all_keys: Arc<[String]> = keys
+        .iter()
+        .cloned()
+        .chain(resources.iter().map(|r| counter_key(prefix, r)))
+        .collect();
+    let value: Arc<str> = value::fresh().into();
+    let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+    let start = Instant::now();
+    let (mut round, answers) = quorum::fan_out_values(
+        "acquire",
+        &shared.nodes,
+        shared.quorum,
+        Leftover::Finish,
+        |node| {
+            let (all_keys, value, millis) = (
+                Arc::clone(&all_keys),
+                Arc::clone(&value),
+                Arc::clone(&ttl.millis),
+            );
+            async move { acquire(&node, &all_keys, &value, &millis).await }
+        },
+        Option::is_some,
+    )
+    .await;
+    pending.stragglers = round.stragglers.take();
+    let mut reports = round.reports(&shared.nodes);
+    let mut validity_exhausted = false;
+    let tokens = match round.decision {
+        Decision::Won => next_tokens(&answers, resources.len()),
+        Decision::Lost => None,
+    };
+    if let Some(tokens) = tokens {
+        let args: Arc<[String]> = tokens.iter().map(u64::to_string).collect();
+        // To every node, not only those that granted: where a late acquire
+        // landed the lock is ours too (the write-back follows it on the same
+        // connection); elsewhere the script finds the lock not ours and
+        // writes nothing.
+        let written = shared
+            .fan_out("fence", Leftover::Finish, |node| {
+                let (all_keys, value, args) =
+                    (Arc::clone(&all_keys), Arc::clone(&value), Arc::clone(&args));
+                async move { write_back(&node, &all_keys, &value, &args).await }
+            })
+            .await;
+        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift)
+            .filter(|v| *v > shared.config.min_validity());
+        if written.decision == Decision::Won && validity.is_some() {
+            let stragglers = pending.disarm();
+            tracing::debug!(resource = %resources[0], ?validity, ?tokens, "fenced lock acquired");
+            let (status, _) = watch::channel(Status {
+                deadline: start + ttl.ttl - ttl.drift,
+                lost: false,
+            });
+            let held = Held {
+                resources: Arc::clone(resources),
+                keys: Arc::clone(keys),
+                value,
+                token: tokens.first().copied(),
+                tokens: Some(tokens.into()),
+                status,
+                stragglers,
+            };
+            return Ok(LockGuard::new(Arc::clone(shared), held));
+        }
+        validity_exhausted = written.decision == Decision::Won;
+        if written.decision == Decision::Lost {
+            reports = written.reports(&shared.nodes);
+        }
+    } else if round.decision == Decision::Won {
+        tracing::warn!(resource = %resources[0], "a node returned an unusable fence counter");
+    }
+    // Release on every node: a SET may have landed where no answer came.
+    cleanup::settle(pending.stragglers.clone()).await;
+    shared.release_round(keys, &value, Leftover::Wait).await;
+    pending.disarm();
+    Err(Failure {
+        reports,
+        validity_exhausted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(counters: &[&str]) -> Option<Option<Vec<String>>> {
+        Some(Some(counters.iter().map(|c| (*c).to_owned()).collect()))
+    }
+
+    #[test]
+    fn token_is_one_more_than_the_largest_counter_of_the_granting_nodes() {
+        let answers = vec![
+            answer(&["4", "0"]),
+            None,
+            Some(None),
+            answer(&["7", "2"]),
+            answer(&["0", "9"]),
+        ];
+        assert_eq!(next_tokens(&answers, 2), Some(vec![8, 10]));
+    }
+
+    #[test]
+    fn fresh_counters_give_token_one() {
+        assert_eq!(
+            next_tokens(&[answer(&["0"]), answer(&["0"])], 1),
+            Some(vec![1])
+        );
+    }
+
+    #[test]
+    fn unusable_or_exhausted_counters_give_no_token() {
+        assert_eq!(next_tokens(&[answer(&["x"])], 1), None);
+        assert_eq!(next_tokens(&[answer(&["1", "2"])], 1), None);
+        assert_eq!(next_tokens(&[answer(&[&u64::MAX.to_string()])], 1), None);
+    }
+
+    #[test]
+    fn counter_keys_never_equal_lock_keys_whatever_the_names() {
+        let names = ["", "a", "lock:a", "fence:a", "x:fence:y", "lock:", "fence:"];
+        for prefix in ["", "redquorum:", "lock:", "fence:"] {
+            for a in names {
+                for b in names {
+                    let lock = format!("{prefix}lock:{a}");
+                    assert_ne!(
+                        counter_key(prefix, b),
+                        lock,
+                        "prefix {prefix:?} {a:?} {b:?}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Reentrant holds: one lock that the same caller-chosen owner may take
+//! several times, and that is free again once every hold is released.
+//!
+//! On each node the lock key of a reentrant lock is a hash (a plain lock's
+//! key is a string, so the two kinds exclude each other):
+//!
+//! | field | value |
+//! |---|---|
+//! | `owner` | the owner's identity |
+//! | `count` | the number of holds on this node |
+//! | `hold:<id>` | `1`, one field per hold |
+//!
+//! Each acquisition has its own hold id (the guard's value, fresh random
+//! bits), so that releasing a hold, or cleaning up after an attempt that did
+//! not reach a quorum, removes exactly that hold and never another one of
+//! the same owner: a node that never saw the hold is left alone. The hold
+//! id starts with [`HOLD_ID_MARK`], which no plain value does; the node
+//! layer picks the reentrant release and extend scripts by it, so every
+//! path that releases or extends a lock (guard, drop, cancelled attempt,
+//! background extension) treats a reentrant hold correctly.
+//!
+//! An acquisition never shortens the key's TTL (it raises it to at least
+//! the requested TTL), so taking an inner hold with a short TTL cannot cut
+//! an outer hold short.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use crate::error::{Error, Result};
+use crate::node::{Node, NodeResult};
+use crate::scripts;
+
+/// The first characters of every reentrant hold id. Plain lock values are
+/// lowercase hex and never contain it.
+pub(crate) const HOLD_ID_MARK: &str = "r:";
+
+/// Takes the lock for an owner, or one more hold for the owner holding it.
+///
+/// KEYS[1]: the lock key. ARGV[1]: owner, ARGV[2]: hold id, ARGV[3]: TTL in
+/// milliseconds. Returns 1 when the hold is ours (the key was free, or is
+/// held by this owner), 0 when the key holds anything else.
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  redis.call('hset', KEYS[1], 'owner', ARGV[1], 'count', 1, 'hold:' .. ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[3])
+  return 1
+end
+if kind ~= 'hash' or redis.call('hget', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+if redis.call('hsetnx', KEYS[1], 'hold:' .. ARGV[2], 1) == 1 then
+  redis.call('hincrby', KEYS[1], 'count', 1)
+end
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('pexpire', KEYS[1], ARGV[3])
+end
+return 1
+",
+    )
+});
+
+/// Removes one hold; frees the lock when it was the last.
+///
+/// KEYS: the lock keys. ARGV[1]: the hold id. Returns how many keys had the
+/// hold (and lost it).
+static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('type', KEYS[i]).ok == 'hash'
+      and redis.call('hdel', KEYS[i], 'hold:' .. ARGV[1]) == 1 then
+    if redis.call('hincrby', KEYS[i], 'count', -1) <= 0 then
+      redis.call('del', KEYS[i])
+    end
+    n = n + 1
+  end
+end
+return n
+",
+    )
+});
+
+/// Keeps the lock for at least the TTL, while the hold exists. Never
+/// creates a key, never shortens one.
+///
+/// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
+/// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
+static EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.call('type', KEYS[i]).ok ~= 'hash'
+      or redis.call('hexists', KEYS[i], 'hold:' .. ARGV[1]) == 0 then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
+end
+return 1
+",
+    )
+});
+
+/// A fresh hold id: the mark, then a fresh random value.
+pub(crate) fn hold_id() -> String {
+    format!("{HOLD_ID_MARK}{}", crate::value::fresh())
+}
+
+/// The compare-and-delete script for `value`: the reentrant one for a hold id.
+pub(crate) fn release_script(value: &str) -> &'static Script {
+    if value.starts_with(HOLD_ID_MARK) {
+        &RELEASE
+    } else {
+        &scripts::RELEASE
+    }
+}
+
+/// The compare-and-pexpire script for `value`: the reentrant one for a hold id.
+pub(crate) fn extend_script(value: &str) -> &'static Script {
+    if value.starts_with(HOLD_ID_MARK) {
+        &EXTEND
+    } else {
+        &scripts::EXTEND
+    }
+}
+
+/// Checks an owner identity: not empty.
+pub(crate) fn check_owner(owner: &str) -> Result<()> {
+    if owner.is_empty() {
+        return Err(Error::InvalidArgument(
+            "owner is empty: name the caller that holds the lock (e.g. a task or request id)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// One node: true when `owner` now has the hold `hold_id` on `key`.
+pub(crate) async fn acquire(
+    node: &Node,
+    keys: &[String],
+    owner: &str,
+    hold_id: &str,
+    ttl_ms: &str,
+) -> NodeResult<bool> {
+    let taken: i64 = node
+        .script(&ACQUIRE, keys, &[owner, hold_id, ttl_ms])
+        .await?;
+    Ok(taken == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_ids_are_marked_and_plain_values_are_not() {
+        let id = hold_id();
+        assert!(id.starts_with(HOLD_ID_MARK));
+        assert!(std::ptr::eq(release_script(&id), &*RELEASE));
+        assert!(std::ptr::eq(extend_script(&id), &*EXTEND));
+        let plain = crate::value::fresh();
+        assert!(std::ptr::eq(release_script(&plain), &*scripts::RELEASE));
+        assert!(std::ptr::eq(extend_script(&plain), &*scripts::EXTEND));
+    }
+
+    #[test]
+    fn empty_owner_is_rejected() {
+        assert!(matches!(check_owner(""), Err(Error::InvalidArgument(_))));
+        assert!(check_owner("worker-1").is_ok());
+    }
+}
