@@ -65,13 +65,16 @@
 mod cleanup;
 mod config;
 mod error;
+mod extend;
 mod guard;
 mod node;
 mod quorum;
 mod redlock;
 mod request;
+mod scoped;
 mod scripts;
 mod value;
+mod watchdog;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -84,3 +87,4 @@ pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use guard::LockGuard;
 pub use redlock::Redlock;
 pub use request::MAX_TTL;
+pub use watchdog::DEFAULT_EXTEND_AT;

@@ -399,6 +399,8 @@ impl Redlock {
                     token: None,
                     status,
                     stragglers,
+                    ttl: ttl.clone(),
+                    acquired_at: start,
                 };
                 return Ok(LockGuard::new(Arc::clone(shared), held));
             }
