@@ -72,7 +72,7 @@ impl Redlock {
             }
         };
         let Some(value) = done else {
-            tracing::warn!(resource, "job cancelled: the lock was lost while it ran");
+            tracing::warn!(resource, remaining = ?guard.remaining(), "lock lost; job cancelled");
             // Dropping releases what is still ours, in the background: the
             // caller learns of the loss at once.
             drop(guard);

@@ -194,7 +194,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
             match held.extend_round(&shared, &ttl).await {
                 Ok(()) => {
                     extensions += 1;
-                    tracing::info!(
+                    tracing::debug!(
                         resource = held.resource(),
                         extensions,
                         remaining = ?held.remaining(),
