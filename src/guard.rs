@@ -283,9 +283,10 @@ impl LockGuard {
     /// Cancelling is safe: the guard is consumed, and the deletes already
     /// sent complete (compare-and-delete can never remove another owner's key).
     pub async fn release(mut self) -> Result<()> {
-        if let Some(watchdog) = self.watchdog.take() {
+        if let Some(watchdog) = self.watchdog.as_mut() {
             watchdog.stop().await;
         }
+        self.watchdog = None;
         let expired = self.is_expired();
         self.held.mark_lost();
         cleanup::settle(self.held.stragglers.clone()).await;

@@ -108,11 +108,13 @@ impl Watchdog {
     }
 
     /// Stops the watchdog and waits until it has stopped: nothing it sent
-    /// can reach a node after what the caller sends next.
-    pub(crate) async fn stop(self) {
+    /// can reach a node after what the caller sends next. Cancel safe: if
+    /// this is dropped mid-wait, the owner still holds the (aborted) task
+    /// and can wait for it elsewhere.
+    pub(crate) async fn stop(&mut self) {
         self.task.abort();
         // Err: cancelled, which is what was asked for.
-        let _ = self.task.await;
+        let _ = (&mut self.task).await;
     }
 
     /// Stops the watchdog without waiting (for `Drop`); returns `stragglers`

@@ -335,7 +335,16 @@ async fn with_reseeding_on_a_node_restarted_empty_gets_the_key_back_at_the_next_
     let resource = unique("reseed-on");
     let mut guard = redlock.lock(&resource, ttl).await.unwrap();
     guard.auto_extend();
+    // Node 0 comes back empty; node 1 comes back empty too, and someone
+    // else takes the key there: that one must never be overwritten.
     tokio::task::block_in_place(|| cluster.restart(0)).unwrap();
+    tokio::task::block_in_place(|| cluster.restart(1)).unwrap();
+    set(
+        &cluster.direct_url(1),
+        &key(&resource),
+        "someone-else",
+        Duration::from_secs(30),
+    );
     assert_eq!(get(&cluster.direct_url(0), &key(&resource)), None);
     let back = eventually(Duration::from_secs(5), || {
         get(&cluster.direct_url(0), &key(&resource)).as_deref() == Some(guard.value())
@@ -343,6 +352,11 @@ async fn with_reseeding_on_a_node_restarted_empty_gets_the_key_back_at_the_next_
     .await;
     assert!(back, "the key did not come back on the restarted node");
     assert!(!guard.is_lost());
+    sleep(extension_period(ttl)).await; // one more extension
+    assert_eq!(
+        get(&cluster.direct_url(1), &key(&resource)).as_deref(),
+        Some("someone-else")
+    );
     guard.release().await.unwrap();
 }
 
