@@ -74,7 +74,8 @@ impl Held {
         status.deadline.saturating_duration_since(Instant::now())
     }
 
-    /// One extension round to `ttl` from now.
+    /// One extension round to `ttl` from now, after the acquire calls still
+    /// in flight (at most one node timeout, just after acquisition).
     ///
     /// On success the deadline moves to `t0 + ttl - drift`. On failure it
     /// never moves later than either the old or the new TTL allows; when a
@@ -91,6 +92,9 @@ impl Held {
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
+        // A late acquire SET must not land after this round's
+        // compare-and-pexpire (it would keep the old TTL on that node).
+        crate::cleanup::settle(self.stragglers.clone()).await;
         let reseed = shared.config.reseed_restarted_nodes();
         let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
         let start = Instant::now();

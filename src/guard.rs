@@ -221,7 +221,9 @@ impl LockGuard {
 
     /// Sets the lock's TTL to `ttl` from now on every node that still holds
     /// our value, and moves the deadline accordingly. A key that is gone
-    /// from a node is never created again.
+    /// from a node is never created again, unless
+    /// [`Config::with_reseed_restarted_nodes`](crate::Config::with_reseed_restarted_nodes)
+    /// is on; then it is set again there once this extension reached a quorum.
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {

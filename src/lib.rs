@@ -42,7 +42,8 @@
 //!   TTL has passed, or run it with `appendfsync always`; keep
 //!   `maxmemory-policy noeviction`), and the nodes are independent masters.
 //! - No call ever deletes or extends a key that holds another owner's value.
-//! - Extending never re-creates a key that has gone.
+//! - Extending never re-creates a key that has gone (unless
+//!   `reseed_restarted_nodes` is on, and then only once a quorum still holds it).
 //! - Nothing is left behind by a failed or cancelled acquisition, or by a
 //!   guard dropped without [`LockGuard::release`].
 //!
