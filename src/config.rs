@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::watchdog::Policy;
 
 /// Default share of the TTL reserved for clock drift between nodes.
 pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
@@ -39,6 +40,10 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// | `node_timeout` | `100 ms` | limit on one call to one node (connect included) |
 /// | `key_prefix` | `"redquorum:"` | prefix of every key written |
 /// | `fencing` | `false` | issue a fencing token with every acquisition |
+/// | `extend_at` | `1/3` | share of the TTL left when the watchdog extends, in `(0, 1)` |
+/// | `max_extensions` | none | at most this many watchdog extensions |
+/// | `max_hold` | none | the watchdog never extends past acquisition + this |
+/// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
 ///
 /// # Examples
 ///
@@ -66,6 +71,7 @@ pub struct Config {
     node_timeout: Duration,
     key_prefix: String,
     fencing: bool,
+    watchdog: Policy,
 }
 
 impl Default for Config {
@@ -82,6 +88,7 @@ impl Default for Config {
             node_timeout: DEFAULT_NODE_TIMEOUT,
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
             fencing: false,
+            watchdog: Policy::default(),
         }
     }
 }
@@ -342,6 +349,103 @@ impl Config {
         self.fencing
     }
 
+    /// Sets the share of the TTL still left when the watchdog
+    /// ([`LockGuard::auto_extend`](crate::LockGuard::auto_extend)) extends
+    /// the lock; in `(0, 1)`, default 1/3. A larger share leaves more time
+    /// to retry a failed extension, at the cost of more extensions.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_extend_at(0.5);
+    /// assert_eq!(config.extend_at(), 0.5);
+    /// ```
+    pub fn with_extend_at(mut self, share_left: f64) -> Self {
+        self.watchdog.extend_at = share_left;
+        self
+    }
+
+    /// The share of the TTL left when the watchdog extends.
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Config::default().extend_at(), redquorum::DEFAULT_EXTEND_AT);
+    /// ```
+    pub fn extend_at(&self) -> f64 {
+        self.watchdog.extend_at
+    }
+
+    /// Limits how many times the watchdog extends one lock; `None` (the
+    /// default) for no limit. Past the limit the lock expires at its
+    /// deadline and is reported lost.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_max_extensions(Some(3));
+    /// assert_eq!(config.max_extensions(), Some(3));
+    /// ```
+    pub fn with_max_extensions(mut self, max: Option<u32>) -> Self {
+        self.watchdog.max_extensions = max;
+        self
+    }
+
+    /// The limit on watchdog extensions of one lock, if any.
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Config::default().max_extensions(), None);
+    /// ```
+    pub fn max_extensions(&self) -> Option<u32> {
+        self.watchdog.max_extensions
+    }
+
+    /// Limits how long the watchdog keeps one lock, counted from the start
+    /// of its acquisition: no extension carries the deadline past it (the
+    /// first TTL is always granted). `None` (the default) for no limit.
+    /// Past the limit the lock expires and is reported lost.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_max_hold(Some(Duration::from_secs(600)));
+    /// assert_eq!(config.max_hold(), Some(Duration::from_secs(600)));
+    /// ```
+    pub fn with_max_hold(mut self, max: Option<Duration>) -> Self {
+        self.watchdog.max_hold = max;
+        self
+    }
+
+    /// The limit on how long the watchdog keeps one lock, if any.
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Config::default().max_hold(), None);
+    /// ```
+    pub fn max_hold(&self) -> Option<Duration> {
+        self.watchdog.max_hold
+    }
+
+    /// When on, an extension that reached a quorum also puts the lock back
+    /// (`SET NX PX`) on nodes where the key is missing, e.g. a node that
+    /// restarted empty; a key that holds another owner's value is never
+    /// touched. Off by default: extensions then never create keys.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_reseed_restarted_nodes(true);
+    /// assert!(config.reseed_restarted_nodes());
+    /// ```
+    pub fn with_reseed_restarted_nodes(mut self, reseed: bool) -> Self {
+        self.watchdog.reseed = reseed;
+        self
+    }
+
+    /// Whether extensions re-seed nodes that lost the key.
+    ///
+    /// ```
+    /// assert!(!redquorum::Config::default().reseed_restarted_nodes());
+    /// ```
+    pub fn reseed_restarted_nodes(&self) -> bool {
+        self.watchdog.reseed
+    }
+
+    /// The auto-extension settings.
+    pub(crate) fn watchdog(&self) -> Policy {
+        self.watchdog.clone()
+    }
+
     /// Checks every value against `nodes` nodes and returns the quorum in force.
     pub(crate) fn validate(&self, nodes: usize) -> Result<usize> {
         let quorum = match self.quorum {
@@ -372,6 +476,7 @@ impl Config {
                 "node timeout is zero: every node call would time out; use e.g. 50ms".to_owned(),
             ));
         }
+        self.watchdog.validate()?;
         if self.acquire_timeout == Some(Duration::ZERO) {
             return Err(Error::Config(
                 "acquire timeout is zero: no attempt could start; use None or a positive duration"

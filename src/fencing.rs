@@ -20,11 +20,10 @@
 use std::sync::{Arc, LazyLock};
 
 use redis::Script;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cleanup::{self, ReleaseOnDrop};
-use crate::guard::{Held, LockGuard, Status};
+use crate::guard::{Held, LockGuard};
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Decision, Leftover};
 use crate::redlock::{Failure, Shared};
@@ -193,19 +192,15 @@ pub(crate) async fn attempt(
         if written.decision == Decision::Won && validity.is_some() {
             let stragglers = pending.disarm();
             tracing::debug!(resource = %resources[0], ?validity, ?tokens, "fenced lock acquired");
-            let (status, _) = watch::channel(Status {
-                deadline: start + ttl.ttl - ttl.drift,
-                lost: false,
-            });
-            let held = Held {
-                resources: Arc::clone(resources),
-                keys: Arc::clone(keys),
+            let held = Held::acquired(
+                resources,
+                keys,
                 value,
-                token: tokens.first().copied(),
-                tokens: Some(tokens.into()),
-                status,
+                Some(tokens.into()),
+                ttl,
+                start,
                 stragglers,
-            };
+            );
             return Ok(LockGuard::new(Arc::clone(shared), held));
         }
         validity_exhausted = written.decision == Decision::Won;

@@ -7,10 +7,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cleanup;
-use crate::error::{Attempts, Error, Result};
-use crate::quorum::{self, Decision, Leftover, Stragglers};
+use crate::error::{Error, Result};
+use crate::quorum::{Decision, Leftover, Stragglers};
 use crate::redlock::Shared;
 use crate::request::Ttl;
+use crate::watchdog::Watchdog;
 
 /// The lock's state, shared with whoever watches it.
 #[derive(Clone, Copy, Debug)]
@@ -32,9 +33,41 @@ pub(crate) struct Held {
     pub(crate) status: watch::Sender<Status>,
     /// Acquire calls still in flight: awaited before releasing.
     pub(crate) stragglers: Option<Stragglers>,
+    /// The TTL the lock was acquired with: the watchdog extends to it.
+    pub(crate) ttl: Ttl,
+    /// When the acquisition started (limits the watchdog's `max_hold`).
+    pub(crate) acquired_at: Instant,
 }
 
 impl Held {
+    /// A lock acquired in a round that started at `start` with `ttl`: valid
+    /// until `start + ttl - drift`.
+    pub(crate) fn acquired(
+        resources: &Arc<[String]>,
+        keys: &Arc<[String]>,
+        value: Arc<str>,
+        tokens: Option<Arc<[u64]>>,
+        ttl: &Ttl,
+        start: Instant,
+        stragglers: Option<Stragglers>,
+    ) -> Self {
+        let (status, _) = watch::channel(Status {
+            deadline: start + ttl.ttl - ttl.drift,
+            lost: false,
+        });
+        Held {
+            resources: Arc::clone(resources),
+            keys: Arc::clone(keys),
+            value,
+            token: tokens.as_ref().and_then(|t| t.first().copied()),
+            tokens,
+            status,
+            stragglers,
+            ttl: ttl.clone(),
+            acquired_at: start,
+        }
+    }
+
     pub(crate) fn status(&self) -> Status {
         *self.status.borrow()
     }
@@ -73,6 +106,8 @@ pub struct LockGuard {
     shared: Arc<Shared>,
     held: Arc<Held>,
     released: bool,
+    /// The auto-extension task, once started.
+    watchdog: Option<Watchdog>,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -91,6 +126,7 @@ impl LockGuard {
             shared,
             held: Arc::new(held),
             released: false,
+            watchdog: None,
         }
     }
 
@@ -246,7 +282,9 @@ impl LockGuard {
 
     /// Sets the lock's TTL to `ttl` from now on every node that still holds
     /// our value, and moves the deadline accordingly. A key that is gone
-    /// from a node is never created again.
+    /// from a node is never created again, unless
+    /// [`Config::with_reseed_restarted_nodes`](crate::Config::with_reseed_restarted_nodes)
+    /// is on; then it is set again there once this extension reached a quorum.
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
@@ -274,46 +312,7 @@ impl LockGuard {
     /// deadline: do not cancel an extension that shortens the lock.
     pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
         let ttl = Ttl::new(ttl, &self.shared.config)?;
-        if self.is_expired() {
-            return Err(Error::Expired);
-        }
-        let held = &self.held;
-        let start = Instant::now();
-        let round = self
-            .shared
-            .fan_out("extend", Leftover::Finish, |node| {
-                let (keys, value, millis) = (
-                    Arc::clone(&held.keys),
-                    Arc::clone(&held.value),
-                    Arc::clone(&ttl.millis),
-                );
-                async move { node.extend(&keys, &value, &millis).await }
-            })
-            .await;
-        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift);
-        let new_deadline = start + ttl.ttl - ttl.drift;
-        if round.decision == Decision::Won && validity.is_some() {
-            held.status.send_modify(|s| s.deadline = new_deadline);
-            tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
-            return Ok(());
-        }
-        // Some nodes may have applied the new TTL: never trust a later
-        // deadline than either TTL allows.
-        held.status
-            .send_modify(|s| s.deadline = s.deadline.min(new_deadline));
-        if round.refused() > self.shared.nodes.len() - self.shared.quorum {
-            held.mark_lost();
-            tracing::debug!(resource = self.resource(), "extend found the lock gone");
-            return Err(Error::Expired);
-        }
-        let attempts = Attempts::new(
-            self.resource(),
-            1,
-            self.shared.quorum,
-            round.reports(&self.shared.nodes),
-        )
-        .with_validity_exhausted(round.decision == Decision::Won);
-        Err(Error::NotAcquired(Box::new(attempts)))
+        self.held.extend_round(&self.shared, &ttl).await
     }
 
     /// Deletes the lock on every node that still holds our value.
@@ -347,6 +346,10 @@ impl LockGuard {
     /// Cancelling is safe: the guard is consumed, and the deletes already
     /// sent complete (compare-and-delete can never remove another owner's key).
     pub async fn release(mut self) -> Result<()> {
+        if let Some(watchdog) = self.watchdog.as_mut() {
+            watchdog.stop().await;
+        }
+        self.watchdog = None;
         let expired = self.is_expired();
         self.held.mark_lost();
         cleanup::settle(self.held.stragglers.clone()).await;
@@ -369,11 +372,63 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
             self.held.mark_lost();
-            cleanup::spawn_release(
-                &self.shared,
-                &self.held.keys,
-                &self.held.value,
-                self.held.stragglers.clone(),
+            let mut stragglers = self.held.stragglers.clone();
+            if let Some(watchdog) = self.watchdog.take() {
+                stragglers = watchdog.abort(stragglers);
+            }
+            cleanup::spawn_release(&self.shared, &self.held.keys, &self.held.value, stragglers);
+        }
+    }
+}
+
+impl LockGuard {
+    /// True once the lock is known lost or its validity has run out: the
+    /// moment [`lost`](Self::lost) resolves. Cheap: it reads shared state.
+    /// With the watchdog on, it turns true as soon as the watchdog gives up.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let mut guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
+    /// guard.auto_extend();
+    /// assert!(!guard.is_lost());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_lost(&self) -> bool {
+        self.held.remaining().is_zero()
+    }
+
+    /// Starts the watchdog: a background task that extends the lock to its
+    /// original TTL whenever [`Config::extend_at`](crate::Config::extend_at)
+    /// of the TTL is left (1/3 by default), retries a failed extension with
+    /// short jittered pauses while validity remains, and otherwise marks the
+    /// lock lost, which resolves [`lost`](Self::lost). It obeys
+    /// [`Config::max_extensions`](crate::Config::max_extensions) and
+    /// [`Config::max_hold`](crate::Config::max_hold), and stops when the
+    /// guard is released or dropped. A second call does nothing.
+    ///
+    /// Call it inside a tokio runtime; outside one no task can start (a
+    /// warning is logged) and the lock simply expires at its deadline.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// # async fn long_work() {}
+    /// let mut guard = redlock.lock("import", std::time::Duration::from_secs(10)).await?;
+    /// guard.auto_extend();
+    /// tokio::select! {
+    ///     () = long_work() => guard.release().await?,
+    ///     () = guard.lost() => eprintln!("lock lost; work abandoned"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn auto_extend(&mut self) {
+        if self.watchdog.is_some() {
+            return;
+        }
+        self.watchdog = Watchdog::start(Arc::clone(&self.shared), Arc::clone(&self.held));
+        if self.watchdog.is_none() {
+            tracing::warn!(
+                resource = self.resource(),
+                "no tokio runtime: auto-extension not started; the lock expires at its deadline"
             );
         }
     }

@@ -42,7 +42,8 @@
 //!   TTL has passed, or run it with `appendfsync always`; keep
 //!   `maxmemory-policy noeviction`), and the nodes are independent masters.
 //! - No call ever deletes or extends a key that holds another owner's value.
-//! - Extending never re-creates a key that has gone.
+//! - Extending never re-creates a key that has gone (unless
+//!   `reseed_restarted_nodes` is on, and then only once a quorum still holds it).
 //! - Nothing is left behind by a failed or cancelled acquisition, or by a
 //!   guard dropped without [`LockGuard::release`].
 //!
@@ -92,6 +93,7 @@ mod check;
 mod cleanup;
 mod config;
 mod error;
+mod extend;
 mod fencing;
 mod guard;
 mod node;
@@ -99,8 +101,10 @@ mod quorum;
 mod redlock;
 mod reentrant;
 mod request;
+mod scoped;
 mod scripts;
 mod value;
+mod watchdog;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -114,3 +118,4 @@ pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use guard::LockGuard;
 pub use redlock::Redlock;
 pub use request::MAX_TTL;
+pub use watchdog::DEFAULT_EXTEND_AT;

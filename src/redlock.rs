@@ -4,13 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::IntoConnectionInfo;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cleanup::{self, ReleaseOnDrop};
 use crate::config::Config;
 use crate::error::{Attempts, Error, NodeReport, Result};
-use crate::guard::{Held, LockGuard, Status};
+use crate::guard::{Held, LockGuard};
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Decision, Leftover, Round};
 use crate::request::{self, Ttl};
@@ -573,19 +572,7 @@ impl Redlock {
             if let Some(validity) = validity {
                 let stragglers = pending.disarm();
                 tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
-                let (status, _) = watch::channel(Status {
-                    deadline: start + ttl.ttl - ttl.drift,
-                    lost: false,
-                });
-                let held = Held {
-                    resources: Arc::clone(resources),
-                    keys: Arc::clone(keys),
-                    value,
-                    token: None,
-                    tokens: None,
-                    status,
-                    stragglers,
-                };
+                let held = Held::acquired(resources, keys, value, None, ttl, start, stragglers);
                 return Ok(LockGuard::new(Arc::clone(shared), held));
             }
         }

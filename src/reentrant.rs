@@ -112,9 +112,14 @@ pub(crate) fn hold_id() -> String {
     format!("{HOLD_ID_MARK}{}", crate::value::fresh())
 }
 
+/// True when `value` is a reentrant hold id rather than a plain lock value.
+pub(crate) fn is_hold_id(value: &str) -> bool {
+    value.starts_with(HOLD_ID_MARK)
+}
+
 /// The compare-and-delete script for `value`: the reentrant one for a hold id.
 pub(crate) fn release_script(value: &str) -> &'static Script {
-    if value.starts_with(HOLD_ID_MARK) {
+    if is_hold_id(value) {
         &RELEASE
     } else {
         &scripts::RELEASE
@@ -123,7 +128,7 @@ pub(crate) fn release_script(value: &str) -> &'static Script {
 
 /// The compare-and-pexpire script for `value`: the reentrant one for a hold id.
 pub(crate) fn extend_script(value: &str) -> &'static Script {
-    if value.starts_with(HOLD_ID_MARK) {
+    if is_hold_id(value) {
         &EXTEND
     } else {
         &scripts::EXTEND

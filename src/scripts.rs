@@ -66,3 +66,54 @@ return 1
 ",
     )
 });
+
+/// Compare-and-pexpire that tells a missing key from a foreign one.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
+/// Returns 1 when every key holds our value and got the new TTL; 0 when any
+/// key holds another value; -1 when no key is foreign but some are missing
+/// (a restarted node). Nothing is changed unless it returns 1.
+pub(crate) static EXTEND_OR_MISSING: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local missing = false
+for i = 1, #KEYS do
+  local v = redis.pcall('get', KEYS[i])
+  if v == false then
+    missing = true
+  elseif v ~= ARGV[1] then
+    return 0
+  end
+end
+if missing then return -1 end
+for i = 1, #KEYS do
+  redis.call('pexpire', KEYS[i], ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Re-seeds a lock on a node that lost it (restarted empty), once the lock
+/// is known to be held on a quorum. Never overwrites another owner's key.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns 0 when any key holds another value (nothing is written); else
+/// sets each missing key (`SET NX PX`), gives the TTL to those already
+/// ours, and returns 1.
+pub(crate) static RESEED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  local v = redis.pcall('get', KEYS[i])
+  if v ~= false and v ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  if not redis.call('set', KEYS[i], ARGV[1], 'nx', 'px', ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
+end
+return 1
+",
+    )
+});

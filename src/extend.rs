@@ -1,0 +1,194 @@
+//! One extension round, shared by [`LockGuard::extend`](crate::LockGuard::extend)
+//! and the watchdog: compare-and-pexpire on every node, then (when asked
+//! for) re-seeding the nodes that lost the key.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Attempts, Error, Result};
+use crate::guard::Held;
+use crate::node::{Node, NodeResult};
+use crate::quorum::{self, Decision, Leftover};
+use crate::redlock::Shared;
+use crate::request::Ttl;
+use crate::scripts;
+
+/// What the compare-and-pexpire found on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Every key held our value and got the new TTL.
+    Extended,
+    /// Some key holds another owner's value.
+    Foreign,
+    /// No key is foreign, but some are missing (a restarted node).
+    Missing,
+}
+
+impl Node {
+    /// Compare-and-pexpire that tells a missing key from a foreign one.
+    pub(crate) async fn extend_or_missing(
+        &self,
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+    ) -> NodeResult<Found> {
+        let found: i64 = self
+            .script(&scripts::EXTEND_OR_MISSING, keys, &[value, ttl_ms])
+            .await?;
+        Ok(match found {
+            1 => Found::Extended,
+            -1 => Found::Missing,
+            _ => Found::Foreign,
+        })
+    }
+
+    /// Sets the missing keys to our value (`SET NX PX`). True when done;
+    /// false when another owner holds one of them (nothing written then).
+    pub(crate) async fn reseed(
+        &self,
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+    ) -> NodeResult<bool> {
+        let done: i64 = self
+            .script(&scripts::RESEED, keys, &[value, ttl_ms])
+            .await?;
+        Ok(done == 1)
+    }
+}
+
+impl Held {
+    /// The locked resource (the first one, for a multi-resource lock).
+    pub(crate) fn resource(&self) -> &str {
+        self.resources.first().map_or("", String::as_str)
+    }
+
+    /// Validity left; zero once expired or known lost.
+    pub(crate) fn remaining(&self) -> Duration {
+        let status = self.status();
+        if status.lost {
+            return Duration::ZERO;
+        }
+        status.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// One extension round to `ttl` from now, after the acquire calls still
+    /// in flight (at most one node timeout, just after acquisition).
+    ///
+    /// On success the deadline moves to `t0 + ttl - drift`. On failure it
+    /// never moves later than either the old or the new TTL allows; when a
+    /// quorum of nodes no longer holds our value the lock is marked lost.
+    /// With `reseed_restarted_nodes` on, nodes that lost the key get it
+    /// back, but only once the round reached a quorum with validity left.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Expired`] when the deadline has passed (no node is
+    /// contacted) or a quorum no longer holds our value;
+    /// [`Error::NotAcquired`] when too many nodes failed or answered late.
+    pub(crate) async fn extend_round(&self, shared: &Shared, ttl: &Ttl) -> Result<()> {
+        if self.remaining().is_zero() {
+            return Err(Error::Expired);
+        }
+        // A late acquire SET must not land after this round's
+        // compare-and-pexpire (it would keep the old TTL on that node).
+        crate::cleanup::settle(self.stragglers.clone()).await;
+        // Re-seeding recreates plain keys; a reentrant hold (a hash of
+        // holds) is only ever extended.
+        let reseed =
+            shared.config.reseed_restarted_nodes() && !crate::reentrant::is_hold_id(&self.value);
+        let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let start = Instant::now();
+        let round = shared
+            .fan_out("extend", Leftover::Finish, |node| {
+                let (keys, value, millis) = (
+                    Arc::clone(&self.keys),
+                    Arc::clone(&self.value),
+                    Arc::clone(&ttl.millis),
+                );
+                let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, &node));
+                let missing = Arc::clone(&missing);
+                async move {
+                    if !reseed {
+                        return node.extend(&keys, &value, &millis).await;
+                    }
+                    let found = node.extend_or_missing(&keys, &value, &millis).await?;
+                    if let (Found::Missing, Some(index)) = (found, index) {
+                        missing
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(index);
+                    }
+                    Ok(found == Found::Extended)
+                }
+            })
+            .await;
+        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift);
+        let new_deadline = start + ttl.ttl - ttl.drift;
+        if round.decision == Decision::Won && validity.is_some() {
+            self.status.send_modify(|s| s.deadline = new_deadline);
+            tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
+            if reseed {
+                let missing = std::mem::take(
+                    &mut *missing
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                );
+                self.reseed(shared, ttl, &missing).await;
+            }
+            return Ok(());
+        }
+        // Some nodes may have applied the new TTL: never trust a later
+        // deadline than either TTL allows.
+        self.status
+            .send_modify(|s| s.deadline = s.deadline.min(new_deadline));
+        if round.refused() > shared.nodes.len() - shared.quorum {
+            self.mark_lost();
+            tracing::debug!(resource = self.resource(), "extend found the lock gone");
+            return Err(Error::Expired);
+        }
+        let attempts = Attempts::new(
+            self.resource(),
+            1,
+            shared.quorum,
+            round.reports(&shared.nodes),
+        )
+        .with_validity_exhausted(round.decision == Decision::Won);
+        Err(Error::NotAcquired(Box::new(attempts)))
+    }
+
+    /// Second phase of an extension that reached a quorum: puts the lock
+    /// back on the nodes (by index) where the key was missing.
+    async fn reseed(&self, shared: &Shared, ttl: &Ttl, missing: &[usize]) {
+        let calls = missing.iter().filter_map(|&index| {
+            let node = shared.nodes.get(index)?;
+            Some(async move {
+                let done = node.reseed(&self.keys, &self.value, &ttl.millis).await;
+                (node.name(), done)
+            })
+        });
+        for (node, done) in futures::future::join_all(calls).await {
+            match done {
+                Ok(true) => tracing::info!(
+                    resource = self.resource(),
+                    node,
+                    remaining = ?self.remaining(),
+                    "lock re-seeded on a node that had lost it"
+                ),
+                Ok(false) => tracing::warn!(
+                    resource = self.resource(),
+                    node,
+                    "not re-seeded: another owner holds the key on this node"
+                ),
+                Err(e) => tracing::debug!(
+                    resource = self.resource(),
+                    node,
+                    outcome = %e.outcome(),
+                    "re-seed failed; the next extension tries again"
+                ),
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The auto-extension task (watchdog) and its policy.
+//!
+//! The task holds only what it needs (the shared nodes and config, and the
+//! guard's [`Held`] state), extends the lock when a share of the TTL is
+//! left, retries a failed extension with short jittered pauses while
+//! validity remains, and marks the lock lost (waking every `lost()` waiter)
+//! when validity runs out, when a quorum no longer holds it, or when the
+//! extension policy says to stop. It ends with the lock, or when the guard
+//! is released or dropped (the guard aborts it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::guard::Held;
+use crate::quorum::{self, Stragglers};
+use crate::redlock::Shared;
+
+/// Default share of the TTL still left when the watchdog extends the lock.
+pub const DEFAULT_EXTEND_AT: f64 = 1.0 / 3.0;
+
+/// Shortest and longest pause between two attempts of one extension.
+const RETRY_MIN: Duration = Duration::from_millis(10);
+const RETRY_MAX: Duration = Duration::from_millis(250);
+
+/// The auto-extension settings of a [`Config`](crate::Config).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Policy {
+    /// Share of the TTL left when an extension starts, in `(0, 1)`.
+    pub(crate) extend_at: f64,
+    /// At most this many extensions by the watchdog.
+    pub(crate) max_extensions: Option<u32>,
+    /// No extension carries the deadline past acquisition + this.
+    pub(crate) max_hold: Option<Duration>,
+    /// Re-seed nodes that lost the key, once a quorum still holds it.
+    pub(crate) reseed: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            extend_at: DEFAULT_EXTEND_AT,
+            max_extensions: None,
+            max_hold: None,
+            reseed: false,
+        }
+    }
+}
+
+impl Policy {
+    /// Checks the values; the message says what to use instead.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !self.extend_at.is_finite() || self.extend_at <= 0.0 || self.extend_at >= 1.0 {
+            return Err(Error::Config(format!(
+                "extend_at {} is out of range: it is the share of the TTL left when the \
+                 watchdog extends; use a number in (0, 1), e.g. 0.33",
+                self.extend_at
+            )));
+        }
+        if self.max_hold == Some(Duration::ZERO) {
+            return Err(Error::Config(
+                "max hold is zero: the watchdog could never extend; use None (no limit) or a \
+                 positive duration"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why the next extension must not happen, if it must not: `extensions`
+    /// done so far, `new_deadline` the deadline it would set.
+    fn stop_reason(
+        &self,
+        extensions: u32,
+        acquired_at: Instant,
+        new_deadline: Instant,
+    ) -> Option<&'static str> {
+        if self.max_extensions.is_some_and(|max| extensions >= max) {
+            return Some("maximum number of extensions reached");
+        }
+        if self
+            .max_hold
+            .is_some_and(|max| new_deadline > acquired_at + max)
+        {
+            return Some("maximum hold time reached");
+        }
+        None
+    }
+}
+
+/// A running watchdog; the guard owns it and stops it.
+#[derive(Debug)]
+pub(crate) struct Watchdog {
+    task: JoinHandle<()>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog on the current tokio runtime; `None` outside one.
+    pub(crate) fn start(shared: Arc<Shared>, held: Arc<Held>) -> Option<Watchdog> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(Watchdog {
+            task: runtime.spawn(run(shared, held)),
+        })
+    }
+
+    /// Stops the watchdog and waits until it has stopped: nothing it sent
+    /// can reach a node after what the caller sends next. Cancel safe: if
+    /// this is dropped mid-wait, the owner still holds the (aborted) task
+    /// and can wait for it elsewhere.
+    pub(crate) async fn stop(&mut self) {
+        self.task.abort();
+        // Err: cancelled, which is what was asked for.
+        let _ = (&mut self.task).await;
+    }
+
+    /// Stops the watchdog without waiting (for `Drop`); returns `stragglers`
+    /// extended to also wait for the task to be gone.
+    pub(crate) fn abort(self, stragglers: Option<Stragglers>) -> Option<Stragglers> {
+        self.task.abort();
+        let task = self.task;
+        Some(
+            async move {
+                crate::cleanup::settle(stragglers).await;
+                let _ = task.await;
+            }
+            .boxed()
+            .shared(),
+        )
+    }
+}
+
+/// The pause before retrying a failed extension of a `ttl` lock: about a
+/// twentieth of the TTL (10 to 250 ms), plus or minus half of it.
+pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
+    let base = (ttl / 20).clamp(RETRY_MIN, RETRY_MAX);
+    quorum::retry_pause(base, base / 2, unit)
+}
+
+/// Marks the lock lost and says why.
+fn declare_lost(held: &Held, why: &'static str) {
+    held.mark_lost();
+    tracing::warn!(resource = held.resource(), why, "lock lost");
+}
+
+/// The watchdog's loop.
+async fn run(shared: Arc<Shared>, held: Arc<Held>) {
+    let policy = shared.config.watchdog();
+    let ttl = held.ttl.clone();
+    let lead = ttl.ttl.mul_f64(policy.extend_at);
+    let mut status = held.status.subscribe();
+    let mut extensions = 0u32;
+    loop {
+        let now_status = *status.borrow_and_update();
+        if now_status.lost {
+            return;
+        }
+        let deadline = now_status.deadline;
+        let now = Instant::now();
+        if now >= deadline {
+            declare_lost(&held, "validity ran out before an extension succeeded");
+            return;
+        }
+        let due = deadline.checked_sub(lead).unwrap_or(now);
+        if now < due {
+            tokio::select! {
+                () = tokio::time::sleep_until(due) => {}
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(why) = policy.stop_reason(extensions, held.acquired_at, now + ttl.ttl) {
+            tracing::info!(
+                resource = held.resource(),
+                why,
+                remaining = ?held.remaining(),
+                "watchdog stops extending; the lock will expire"
+            );
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                // Released, or lost some other way: either ends the watch.
+                _ = status.wait_for(|s| s.lost) => return,
+            }
+            declare_lost(&held, why);
+            return;
+        }
+        let mut failures = 0u32;
+        loop {
+            match held.extend_round(&shared, &ttl).await {
+                Ok(()) => {
+                    extensions += 1;
+                    tracing::debug!(
+                        resource = held.resource(),
+                        extensions,
+                        remaining = ?held.remaining(),
+                        "lock extended by the watchdog"
+                    );
+                    break;
+                }
+                Err(Error::Expired) => {
+                    let why = if held.status().lost {
+                        "a quorum of nodes no longer holds the lock"
+                    } else {
+                        "validity ran out before an extension reached a quorum"
+                    };
+                    declare_lost(&held, why);
+                    return;
+                }
+                Err(error) => {
+                    failures += 1;
+                    let remaining = held.remaining();
+                    tracing::debug!(resource = held.resource(), failures, %error, ?remaining, "extension failed");
+                    if failures == 1 {
+                        tracing::warn!(resource = held.resource(), ?remaining, %error, "lock at risk: extension failed, retrying while validity remains");
+                    }
+                    if remaining.is_zero() {
+                        declare_lost(
+                            &held,
+                            "validity ran out before an extension reached a quorum",
+                        );
+                        return;
+                    }
+                    let pause = retry_pause(ttl.ttl, rand::random::<f64>()).min(remaining);
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn retry_pause_is_a_jittered_twentieth_of_the_ttl_within_bounds() {
+        assert_eq!(retry_pause(1000 * MS, 0.5), 50 * MS);
+        assert_eq!(retry_pause(1000 * MS, 0.0), 25 * MS);
+        assert_eq!(retry_pause(1000 * MS, 1.0), 75 * MS);
+        assert_eq!(retry_pause(60_000 * MS, 0.5), 250 * MS);
+        assert_eq!(retry_pause(50 * MS, 0.5), 10 * MS);
+    }
+
+    #[test]
+    fn extend_at_outside_zero_one_and_zero_max_hold_are_rejected() {
+        for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
+            let policy = Policy {
+                extend_at: bad,
+                ..Policy::default()
+            };
+            let err = policy.validate().unwrap_err().to_string();
+            assert!(err.contains("extend_at"), "{bad}: {err}");
+        }
+        let policy = Policy {
+            max_hold: Some(Duration::ZERO),
+            ..Policy::default()
+        };
+        assert!(
+            policy
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max hold")
+        );
+        assert!(Policy::default().validate().is_ok());
+    }
+
+    #[test]
+    fn stop_reason_applies_the_extension_count_and_hold_limits() {
+        let t0 = Instant::now();
+        let unlimited = Policy::default();
+        assert_eq!(
+            unlimited.stop_reason(u32::MAX, t0, t0 + 1_000_000 * MS),
+            None
+        );
+        let two = Policy {
+            max_extensions: Some(2),
+            ..Policy::default()
+        };
+        assert_eq!(two.stop_reason(1, t0, t0), None);
+        assert!(two.stop_reason(2, t0, t0).is_some());
+        let hold = Policy {
+            max_hold: Some(1000 * MS),
+            ..Policy::default()
+        };
+        assert_eq!(hold.stop_reason(0, t0, t0 + 1000 * MS), None);
+        assert!(hold.stop_reason(0, t0, t0 + 1001 * MS).is_some());
+    }
+}
