@@ -5,7 +5,6 @@
 mod args;
 mod check;
 mod duration;
-mod keepalive;
 mod nodes;
 mod run;
 mod status;

@@ -12,7 +12,6 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::Instant;
 
 use crate::args::RunArgs;
-use crate::keepalive::{self, Lost};
 use crate::{
     EX_CONFIG, EX_SOFTWARE, EX_TEMPFAIL, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND,
 };
@@ -173,7 +172,8 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Exit> {
 /// How the command's run ended.
 enum End {
     Exited(std::io::Result<ExitStatus>),
-    Lost(Lost),
+    /// The watchdog could not keep the lock.
+    Lost,
 }
 
 /// Runs `redquorum run`.
@@ -197,15 +197,14 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
         }
     };
     let pgid = child.id();
-    let end = {
-        let keep = keepalive::keep_alive(&mut guard, args.ttl);
-        tokio::pin!(keep);
-        loop {
-            tokio::select! {
-                status = child.wait() => break End::Exited(status),
-                lost = &mut keep => break End::Lost(lost),
-                signo = signals.recv() => signal_group(pgid, signo),
-            }
+    // The library's watchdog extends the lock when a third of the TTL is
+    // left and retries failed extensions while validity remains.
+    guard.auto_extend();
+    let end = loop {
+        tokio::select! {
+            status = child.wait() => break End::Exited(status),
+            () = guard.lost() => break End::Lost,
+            signo = signals.recv() => signal_group(pgid, signo),
         }
     };
     match end {
@@ -222,7 +221,7 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             }
             Ok(Exit::code(status_code(status)))
         }
-        End::Lost(why) => {
+        End::Lost => {
             signal_group(pgid, libc::SIGTERM);
             let waited = tokio::time::timeout(args.grace, child.wait()).await;
             let how = if waited.is_ok() {
@@ -236,7 +235,8 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             Err(Exit::error(
                 LOCK_LOST,
                 format!(
-                    "lost the lock on {:?} while the command ran: {why}; {how}",
+                    "lost the lock on {:?} while the command ran: it could not be kept on a \
+                     quorum of nodes before its validity ran out; {how}",
                     args.resource
                 ),
             ))
