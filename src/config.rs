@@ -38,6 +38,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// | `acquire_timeout` | none | overall deadline for `lock`, across retries |
 /// | `node_timeout` | `100 ms` | limit on one call to one node (connect included) |
 /// | `key_prefix` | `"redquorum:"` | prefix of every key written |
+/// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
 ///
 /// # Examples
 ///
@@ -64,6 +65,7 @@ pub struct Config {
     acquire_timeout: Option<Duration>,
     node_timeout: Duration,
     key_prefix: String,
+    release_notifications: bool,
 }
 
 impl Default for Config {
@@ -79,6 +81,7 @@ impl Default for Config {
             acquire_timeout: None,
             node_timeout: DEFAULT_NODE_TIMEOUT,
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            release_notifications: true,
         }
     }
 }
@@ -306,6 +309,43 @@ impl Config {
     /// ```
     pub fn key_prefix(&self) -> &str {
         &self.key_prefix
+    }
+
+    /// Sets whether releases wake the waiters of [`Redlock::lock`](crate::Redlock::lock)
+    /// at once (the default) instead of leaving them to sleep out their
+    /// retry delay while the lock is free.
+    ///
+    /// When on, every release publishes on the resource's channel,
+    /// `{key_prefix}released:{resource}`, on each node, and a `lock()` that
+    /// has to wait subscribes to it over one pub/sub connection per node,
+    /// opened on the first wait and shared by all waiters of the
+    /// `Redlock`. One local waiter is woken per release (in arrival order),
+    /// the others keep waiting for later releases. The retry delay remains
+    /// the bound on every wait: a missed message, a node that cannot be
+    /// reached or refuses `SUBSCRIBE` (ACL) only means waiting as without
+    /// notifications. Wake-ups never add to the time `lock()` may take:
+    /// `retry_count` still counts the timed pauses, and an attempt made on
+    /// a wake-up that fails goes on waiting until the end of the current
+    /// pause. [`Redlock::try_lock`](crate::Redlock::try_lock) never subscribes.
+    ///
+    /// When off, releases publish nothing and waiters only sleep.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_release_notifications(false);
+    /// assert!(!config.release_notifications());
+    /// ```
+    pub fn with_release_notifications(mut self, on: bool) -> Self {
+        self.release_notifications = on;
+        self
+    }
+
+    /// Whether releases wake waiting `lock()` calls at once.
+    ///
+    /// ```
+    /// assert!(redquorum::Config::default().release_notifications());
+    /// ```
+    pub fn release_notifications(&self) -> bool {
+        self.release_notifications
     }
 
     /// Checks every value against `nodes` nodes and returns the quorum in force.

@@ -67,6 +67,7 @@ mod cleanup;
 mod config;
 mod error;
 mod guard;
+mod handoff;
 mod node;
 mod quorum;
 mod redlock;
