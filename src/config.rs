@@ -317,7 +317,7 @@ impl Config {
     ///
     /// When on, every release publishes on the resource's channel,
     /// `{key_prefix}released:{resource}`, on each node, and a `lock()` that
-    /// has to wait subscribes to it over one pub/sub connection per node,
+    /// finds the lock held subscribes to it over one pub/sub connection per node,
     /// opened on the first wait and shared by all waiters of the
     /// `Redlock`. One local waiter is woken per release (in arrival order),
     /// the others keep waiting for later releases. The retry delay remains

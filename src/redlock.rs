@@ -463,7 +463,13 @@ impl Redlock {
                 tracing::debug!(%attempts, "lock not acquired");
                 return Err(Error::NotAcquired(Box::new(attempts)));
             }
-            if interest.is_none() && config.release_notifications() {
+            // Only a lock held by someone gets released: an attempt that
+            // met no holder (nodes down) has nothing to wait for.
+            let contended = failure
+                .reports
+                .iter()
+                .any(|r| matches!(r.outcome(), crate::error::NodeOutcome::Held));
+            if interest.is_none() && contended && config.release_notifications() {
                 let channels = resources
                     .iter()
                     .map(|r| crate::handoff::channel(config.key_prefix(), r))
