@@ -6,7 +6,11 @@
 //! ```text
 //! cargo run --release --features testkit --example handoff
 //! SECS=10 RETRY_MS=5 JITTER_MS=3 cargo run --release --features testkit --example handoff
+//! NOTIFY=0 RETRY_MS=200 JITTER_MS=100 cargo run --release --features testkit --example handoff
 //! ```
+//!
+//! `NOTIFY=0` turns release notifications off (waiters only sleep their
+//! retry delay).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,7 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::default()
         .with_retry_count(u32::MAX)
         .with_retry_delay(retry)
-        .with_retry_jitter(jitter);
+        .with_retry_jitter(jitter)
+        .with_release_notifications(env_u64("NOTIFY", 1) != 0);
     let redlock = Redlock::with_config(urls.iter().map(String::as_str), config)?;
     let resource = format!("handoff:{}", std::process::id());
     // Connect first.
@@ -106,7 +111,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         counts.iter().copied().min().unwrap_or(0),
         counts.iter().copied().max().unwrap_or(0),
     );
-    println!("{WORKERS} workers, one resource, hold 1 ms, {secs} s, retry {retry:?} +- {jitter:?}");
+    println!(
+        "{WORKERS} workers, one resource, hold 1 ms, {secs} s, retry {retry:?} +- {jitter:?}, \
+         release notifications {}",
+        redlock.config().release_notifications()
+    );
     println!("hand-offs: {}", gaps.len());
     println!(
         "gap (release called -> next acquired): median {:.0} us, p90 {:.0} us, max {:.0} us",

@@ -30,7 +30,9 @@ pub(crate) fn spawn_release(
             let value = Arc::clone(value);
             runtime.spawn(async move {
                 settle(stragglers).await;
-                shared.release_round(&keys, &value, Leftover::Finish).await;
+                shared
+                    .release_round(&keys, &value, Leftover::Finish, true)
+                    .await;
             });
         }
         Err(_) => tracing::warn!(

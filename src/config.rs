@@ -44,6 +44,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// | `max_extensions` | none | at most this many watchdog extensions |
 /// | `max_hold` | none | the watchdog never extends past acquisition + this |
 /// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
+/// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
 ///
 /// # Examples
 ///
@@ -72,6 +73,7 @@ pub struct Config {
     key_prefix: String,
     fencing: bool,
     watchdog: Policy,
+    release_notifications: bool,
 }
 
 impl Default for Config {
@@ -89,6 +91,7 @@ impl Default for Config {
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
             fencing: false,
             watchdog: Policy::default(),
+            release_notifications: true,
         }
     }
 }
@@ -444,6 +447,43 @@ impl Config {
     /// The auto-extension settings.
     pub(crate) fn watchdog(&self) -> Policy {
         self.watchdog.clone()
+    }
+
+    /// Sets whether releases wake the waiters of [`Redlock::lock`](crate::Redlock::lock)
+    /// at once (the default) instead of leaving them to sleep out their
+    /// retry delay while the lock is free.
+    ///
+    /// When on, every release publishes on the resource's channel,
+    /// `{key_prefix}released:{resource}`, on each node, and a `lock()` that
+    /// finds the lock held subscribes to it over one pub/sub connection per node,
+    /// opened on the first wait and shared by all waiters of the
+    /// `Redlock`. One local waiter is woken per release (in arrival order),
+    /// the others keep waiting for later releases. The retry delay remains
+    /// the bound on every wait: a missed message, a node that cannot be
+    /// reached or refuses `SUBSCRIBE` (ACL) only means waiting as without
+    /// notifications. Wake-ups never add to the time `lock()` may take:
+    /// `retry_count` still counts the timed pauses, and an attempt made on
+    /// a wake-up that fails goes on waiting until the end of the current
+    /// pause. [`Redlock::try_lock`](crate::Redlock::try_lock) never subscribes.
+    ///
+    /// When off, releases publish nothing and waiters only sleep.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_release_notifications(false);
+    /// assert!(!config.release_notifications());
+    /// ```
+    pub fn with_release_notifications(mut self, on: bool) -> Self {
+        self.release_notifications = on;
+        self
+    }
+
+    /// Whether releases wake waiting `lock()` calls at once.
+    ///
+    /// ```
+    /// assert!(redquorum::Config::default().release_notifications());
+    /// ```
+    pub fn release_notifications(&self) -> bool {
+        self.release_notifications
     }
 
     /// Checks every value against `nodes` nodes and returns the quorum in force.

@@ -212,7 +212,9 @@ pub(crate) async fn attempt(
     }
     // Release on every node: a SET may have landed where no answer came.
     cleanup::settle(pending.stragglers.clone()).await;
-    shared.release_round(keys, &value, Leftover::Wait).await;
+    shared
+        .release_round(keys, &value, Leftover::Wait, false)
+        .await;
     pending.disarm();
     Err(Failure {
         reports,

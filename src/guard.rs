@@ -355,7 +355,7 @@ impl LockGuard {
         cleanup::settle(self.held.stragglers.clone()).await;
         let round = self
             .shared
-            .release_round(&self.held.keys, &self.held.value, Leftover::Finish)
+            .release_round(&self.held.keys, &self.held.value, Leftover::Finish, true)
             .await;
         // Only now: if this future is dropped before, `Drop` releases.
         self.released = true;

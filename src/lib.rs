@@ -96,6 +96,7 @@ mod error;
 mod extend;
 mod fencing;
 mod guard;
+mod handoff;
 mod node;
 mod quorum;
 mod redlock;

@@ -77,6 +77,11 @@ impl Node {
         &self.name
     }
 
+    /// The client, for connections of other kinds (pub/sub).
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     fn connection(&self) -> NodeResult<ConnectionManager> {
         if let Some(conn) = self.conn.get() {
             return Ok(conn.clone());
@@ -146,11 +151,25 @@ impl Node {
         }
     }
 
-    /// Compare-and-delete. True when every key held our value and is gone
-    /// (for a reentrant hold id: held the hold, which is gone).
-    pub(crate) async fn release(&self, keys: &[String], value: &str) -> NodeResult<bool> {
-        let script = reentrant::release_script(value);
-        let deleted: usize = self.script(script, keys, &[value]).await?;
+    /// Compare-and-delete, publishing `value` on `channels[i]` (when given)
+    /// once `keys[i]` is deleted. True when every key held our value and is
+    /// gone (for a reentrant hold id: held the hold, which is gone; holds
+    /// publish nothing).
+    pub(crate) async fn release(
+        &self,
+        keys: &[String],
+        value: &str,
+        channels: &[String],
+    ) -> NodeResult<bool> {
+        if reentrant::is_hold_id(value) {
+            let script = reentrant::release_script(value);
+            let deleted: usize = self.script(script, keys, &[value]).await?;
+            return Ok(deleted == keys.len());
+        }
+        let mut args = Vec::with_capacity(1 + channels.len());
+        args.push(value);
+        args.extend(channels.iter().map(String::as_str));
+        let deleted: usize = self.script(&scripts::RELEASE, keys, &args).await?;
         Ok(deleted == keys.len())
     }
 

@@ -22,6 +22,8 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     /// Set once the start-up checks have been run in the background.
     pub(crate) checked: std::sync::atomic::AtomicBool,
+    /// Release notifications for waiters in `lock()`.
+    pub(crate) handoff: crate::handoff::Handoff,
 }
 
 impl Shared {
@@ -39,16 +41,28 @@ impl Shared {
         quorum::fan_out(op, &self.nodes, self.quorum, leftover, call).await
     }
 
-    /// Compare-and-delete of `keys` holding `value` on every node.
+    /// Compare-and-delete of `keys` holding `value` on every node; with
+    /// `notify` (and release notifications on), each deleted key is
+    /// announced to the waiters of its resource.
     pub(crate) async fn release_round(
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
         leftover: Leftover,
+        notify: bool,
     ) -> Round {
+        let channels: Arc<[String]> = if notify && self.config.release_notifications() {
+            let prefix = self.config.key_prefix();
+            keys.iter()
+                .map(|key| crate::handoff::channel_of_key(prefix, key))
+                .collect()
+        } else {
+            Arc::new([])
+        };
         self.fan_out("release", leftover, |node| {
-            let (keys, value) = (Arc::clone(keys), Arc::clone(value));
-            async move { node.release(&keys, &value).await }
+            let (keys, value, channels) =
+                (Arc::clone(keys), Arc::clone(value), Arc::clone(&channels));
+            async move { node.release(&keys, &value, &channels).await }
         })
         .await
     }
@@ -175,12 +189,17 @@ impl Redlock {
             ));
         }
         let quorum = config.validate(parsed.len())?;
+        let handoff = crate::handoff::Handoff::new(
+            parsed.iter().map(|n| n.client().clone()).collect(),
+            config.node_timeout(),
+        );
         Ok(Redlock {
             shared: Arc::new(Shared {
                 nodes: parsed,
                 quorum,
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
+                handoff,
             }),
         })
     }
@@ -498,6 +517,11 @@ impl Redlock {
         let config = &self.shared.config;
         let give_up_at = config.acquire_timeout().map(|t| Instant::now() + t);
         let mut attempt = 0u32;
+        // Timed pauses taken so far, and the end of the current one while
+        // attempts made on a release notification fail within it.
+        let mut pauses = 0u32;
+        let mut pause_ends: Option<Instant> = None;
+        let mut interest: Option<crate::handoff::Interest> = None;
         loop {
             attempt += 1;
             tracing::debug!(resource = %resources[0], attempt, "acquire attempt");
@@ -514,20 +538,47 @@ impl Redlock {
                 Ok(guard) => return Ok(guard),
                 Err(failure) => failure,
             };
-            let pause = quorum::retry_pause(
-                config.retry_delay(),
-                config.retry_jitter(),
-                rand::random::<f64>(),
-            );
-            let out_of_time = give_up_at.is_some_and(|at| Instant::now() + pause >= at);
-            if attempt > retries || out_of_time {
+            let now = Instant::now();
+            let wake_at = match pause_ends {
+                Some(at) if at > now => at,
+                _ => {
+                    pauses += 1;
+                    now + quorum::retry_pause(
+                        config.retry_delay(),
+                        config.retry_jitter(),
+                        rand::random::<f64>(),
+                    )
+                }
+            };
+            let out_of_time = give_up_at.is_some_and(|at| wake_at >= at);
+            if pauses > retries || out_of_time {
                 let attempts =
                     Attempts::new(&resources[0], attempt, self.shared.quorum, failure.reports)
                         .with_validity_exhausted(failure.validity_exhausted);
                 tracing::debug!(%attempts, "lock not acquired");
                 return Err(Error::NotAcquired(Box::new(attempts)));
             }
-            tokio::time::sleep(pause).await;
+            // Only a lock held by someone gets released: an attempt that
+            // met no holder (nodes down) has nothing to wait for.
+            let contended = failure
+                .reports
+                .iter()
+                .any(|r| matches!(r.outcome(), crate::error::NodeOutcome::Held));
+            if interest.is_none() && contended && config.release_notifications() {
+                let channels = resources
+                    .iter()
+                    .map(|r| crate::handoff::channel(config.key_prefix(), r))
+                    .collect();
+                interest = Some(self.shared.handoff.interest(channels));
+            }
+            let woken = match &interest {
+                Some(interest) => interest.wait_until(wake_at).await,
+                None => {
+                    tokio::time::sleep_until(wake_at).await;
+                    false
+                }
+            };
+            pause_ends = woken.then_some(wake_at);
         }
     }
 
@@ -580,7 +631,11 @@ impl Redlock {
         // their SET may have been applied.
         // Wait for every node, so that no key of this attempt outlives it.
         cleanup::settle(pending.stragglers.clone()).await;
-        shared.release_round(keys, &value, Leftover::Wait).await;
+        // Announce nothing: contenders that split the vote back off for
+        // their retry delay instead of waking each other in a loop.
+        shared
+            .release_round(keys, &value, Leftover::Wait, false)
+            .await;
         pending.disarm();
         Err(Failure {
             reports: round.reports(&shared.nodes),

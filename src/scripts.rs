@@ -30,17 +30,25 @@ return 1
     )
 });
 
-/// Compare-and-delete.
+/// Compare-and-delete, announcing each release.
 ///
-/// KEYS: the lock keys. ARGV[1]: our value.
+/// KEYS: the lock keys. ARGV[1]: our value; ARGV[1 + i] (optional): the
+/// channel on which to publish our value once KEYS[i] is deleted (absent or
+/// empty: publish nothing).
 /// Deletes each key that holds our value; returns how many it deleted.
+/// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still releases.
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local n = 0
 for i = 1, #KEYS do
   if redis.pcall('get', KEYS[i]) == ARGV[1] then
-    n = n + redis.call('del', KEYS[i])
+    local deleted = redis.call('del', KEYS[i])
+    n = n + deleted
+    local channel = ARGV[i + 1]
+    if deleted == 1 and channel and channel ~= '' then
+      redis.pcall('publish', channel, ARGV[1])
+    end
   end
 end
 return n

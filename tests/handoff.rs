@@ -1,0 +1,217 @@
+//! Release notifications: a waiting `lock()` wakes up when the lock is
+//! released instead of sleeping out its retry delay, falls back to the delay
+//! when notifications are off or refused, and leaves no subscription behind.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use redquorum::{Config, Error, LockGuard, Redlock};
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(10);
+
+/// Long, exact retry delays: a waiter that slept a whole one is obvious.
+fn slow_retries(delay: Duration) -> Config {
+    fast_config()
+        .with_retry_count(20)
+        .with_retry_delay(delay)
+        .with_retry_jitter(Duration::ZERO)
+}
+
+async fn hold(redlock: &Redlock, resource: &str) -> LockGuard {
+    match redlock.try_lock(resource, TTL).await {
+        Ok(guard) => guard,
+        Err(e) => panic!("holder: {e}"),
+    }
+}
+
+/// Subscribers of `channel` on the node at `url`.
+fn subscribers(url: &str, channel: &str) -> i64 {
+    let cmd = redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).clone();
+    match query::<(String, i64)>(url, &cmd) {
+        Ok((_, count)) => count,
+        Err(e) => panic!("PUBSUB NUMSUB on {url}: {e}"),
+    }
+}
+
+fn channel(resource: &str) -> String {
+    format!("redquorum:released:{resource}")
+}
+
+/// Spawns `lock()` on `resource`; the task returns the result and when it
+/// came back.
+fn wait_for(
+    redlock: &Redlock,
+    resource: &str,
+) -> tokio::task::JoinHandle<(redquorum::Result<LockGuard>, Instant)> {
+    let (redlock, resource) = (redlock.clone(), resource.to_owned());
+    tokio::spawn(async move {
+        let result = redlock.lock(&resource, TTL).await;
+        (result, Instant::now())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
+    let nodes = Nodes::get();
+    let urls = nodes.urls();
+    let redlock = redlock(&urls, slow_retries(Duration::from_secs(2)));
+    warm_up(&redlock).await;
+    let resource = unique("handoff");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    // The waiter has failed once and subscribed on every node.
+    let subscribed = eventually(Duration::from_secs(2), || {
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    let waited = acquired_at - released_at;
+    assert!(result.is_ok(), "waiter: {:?}", result.err());
+    assert!(
+        waited < Duration::from_secs(1),
+        "the waiter took {waited:?} after the release: it slept its 2 s retry delay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_guard_and_a_multi_resource_release_wake_waiters_too() {
+    let nodes = Nodes::get();
+    let redlock = redlock(&nodes.urls(), slow_retries(Duration::from_secs(2)));
+    warm_up(&redlock).await;
+    let (a, b) = (unique("handoff-a"), unique("handoff-b"));
+
+    let guard = hold(&redlock, &a).await;
+    let waiter = wait_for(&redlock, &a);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    drop(guard);
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    assert!(
+        result.is_ok(),
+        "waiter on a dropped guard: {:?}",
+        result.err()
+    );
+    assert!(acquired_at - released_at < Duration::from_secs(1));
+    drop(result);
+
+    let both = match redlock.lock_many(&[&a, &b], TTL).await {
+        Ok(guard) => guard,
+        Err(e) => panic!("lock_many: {e}"),
+    };
+    let waiter = wait_for(&redlock, &b);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    both.release().await.expect("release both");
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    assert!(result.is_ok(), "waiter on b: {:?}", result.err());
+    assert!(acquired_at - released_at < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_notifications_off_a_waiter_still_acquires_after_its_retry_delay() {
+    let nodes = Nodes::get();
+    let urls = nodes.urls();
+    let delay = Duration::from_millis(800);
+    let redlock = redlock(&urls, slow_retries(delay).with_release_notifications(false));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-off");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 0),
+        "a waiter subscribed although notifications are off"
+    );
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    assert!(result.is_ok(), "waiter: {:?}", result.err());
+    // Not woken: the next attempt came with the retry delay (~600 ms left).
+    assert!(acquired_at - released_at >= Duration::from_millis(300));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_nodes_refuse_pub_sub_locks_and_releases_still_work_through_the_retry_delay() {
+    // Needs local nodes: it changes their ACL.
+    let cluster = cluster(5);
+    let urls = cluster.urls();
+    for url in cluster.direct_urls() {
+        let acl = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("default")
+            .arg("resetchannels")
+            .clone();
+        query::<()>(&url, &acl).expect("ACL SETUSER");
+    }
+    let delay = Duration::from_millis(800);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-acl");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 0),
+        "SUBSCRIBE should have been refused by the ACL"
+    );
+    let released_at = Instant::now();
+    // PUBLISH is refused inside the script: the release must not notice.
+    guard.release().await.expect("release with PUBLISH refused");
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    let guard = result.expect("waiter acquires through the retry delay");
+    assert!(acquired_at - released_at >= Duration::from_millis(300));
+    guard.release().await.expect("second release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
+    let nodes = Nodes::get();
+    let urls = nodes.urls();
+    let config = fast_config()
+        .with_retry_count(3)
+        .with_retry_delay(Duration::from_millis(150))
+        .with_retry_jitter(Duration::ZERO);
+    let redlock = redlock(&urls, config);
+    warm_up(&redlock).await;
+    let resource = unique("handoff-gone");
+    let guard = hold(&redlock, &resource).await;
+    let mut giving_up = Vec::new();
+    for _ in 0..3 {
+        giving_up.push(wait_for(&redlock, &resource));
+    }
+    let cancelled = {
+        let (redlock, resource) = (redlock.clone(), resource.clone());
+        tokio::spawn(async move {
+            tokio::time::timeout(Duration::from_millis(250), redlock.lock(&resource, TTL)).await
+        })
+    };
+    let subscribed = eventually(Duration::from_secs(2), || {
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "waiters share one subscription per node");
+    assert!(cancelled.await.expect("cancelled task").is_err());
+    for waiter in giving_up {
+        let (result, _) = waiter.await.expect("waiter task");
+        assert!(matches!(result, Err(Error::NotAcquired(_))), "{result:?}");
+    }
+    let gone = eventually(Duration::from_secs(2), || {
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 0)
+    })
+    .await;
+    assert!(gone, "a subscription outlived its waiters");
+    guard.release().await.expect("release");
+}
