@@ -73,6 +73,21 @@
 //! a `maxmemory-policy` other than `noeviction`) can let a token go
 //! backwards. Counters live at `{prefix}fence:{resource}` and never expire.
 //!
+//! ## Long work
+//!
+//! [`LockGuard::auto_extend`] starts a watchdog that extends the lock when
+//! a share of the TTL is left ([`Config::with_extend_at`]), retries failed
+//! extensions while validity remains, and marks the lock lost when it runs
+//! out; [`LockGuard::lost`] resolves then. [`Redlock::with_lock`] does all
+//! of it around a job and cancels the job the moment the lock is lost,
+//! returning [`Error::Lost`].
+//!
+//! ## Waiting
+//!
+//! [`Redlock::lock`] retries after the retry delay, but wakes at once when
+//! the holder releases: releases publish on a per-resource channel that
+//! waiting calls subscribe to ([`Config::with_release_notifications`]).
+//!
 //! ## Reentrant holds
 //!
 //! [`Redlock::lock_reentrant`] lets one caller-chosen owner take a lock it
@@ -85,6 +100,8 @@
 //! - `testkit`: `LocalCluster`, which runs local `redis-server` processes
 //!   and injects faults (kill, restart, pause, a TCP proxy with latency or
 //!   blackhole), for tests, demos and benches.
+//! - `cli`: the `redquorum` command-line tool (`run` a command under a lock,
+//!   `check` the nodes, `status` of a lock).
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
