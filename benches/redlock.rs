@@ -16,6 +16,7 @@
 //!   once (`join_all`, no timeouts, no quorum logic): what the machine allows.
 //! - `uncontended/acquire+release`: `try_lock` + `release` on 5 nodes, one task.
 //! - `uncontended/acquire`: `try_lock` alone (the guard is released untimed).
+//! - `uncontended/acquire-fenced`: the same with fencing tokens on.
 //! - `uncontended/extend`: `extend` of a held lock.
 //! - `throughput/64-tasks`: 64 tasks on distinct resources; time per pair.
 //! - `contended/16-tasks`: 16 tasks taking turns on one resource; time per
@@ -278,6 +279,12 @@ fn benches(c: &mut Criterion) {
         });
         group.bench_function("acquire", |b| {
             b.iter_custom(|iters| rt.block_on(timed_acquires(&healthy, iters)));
+        });
+        // Fencing adds one round trip (the write-back of the token).
+        let fenced = redlock(&direct, Config::default().with_fencing(true));
+        rt.block_on(pair(&fenced, "bench:connect-fenced"));
+        group.bench_function("acquire-fenced", |b| {
+            b.iter_custom(|iters| rt.block_on(timed_acquires(&fenced, iters)));
         });
         let mut guard = match rt.block_on(healthy.try_lock(&fresh_resource("extend"), TTL)) {
             Ok(g) => g,
