@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::workload::{Params, scenario, started_between};
+use common::workload::{Marks, Params, scenario, started_between};
 use redquorum::testkit::{LocalCluster, ProxyMode};
-use tokio::time::{Instant, sleep};
+use tokio::time::sleep;
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -28,8 +28,8 @@ async fn latency_growing_towards_the_ttl_shrinks_validity_but_never_grants_an_em
     params.config = params.config.with_node_timeout(TTL * 2).with_retry_count(0);
     params.workers = 1;
     let c = Arc::clone(&cluster);
-    let window = Arc::new(std::sync::Mutex::new(None));
-    let w = Arc::clone(&window);
+    let window = Marks::default();
+    let w = window.clone();
     let fault = async move {
         let mut faults = 0;
         for step in [20u32, 10, 6, 4, 3] {
@@ -40,9 +40,9 @@ async fn latency_growing_towards_the_ttl_shrinks_validity_but_never_grants_an_em
         // A round trip of a whole TTL: no attempt can keep any validity.
         set(&c, &[0, 1, 2, 3, 4], ProxyMode::Delay(TTL / 2));
         faults += 1;
-        let from = Instant::now();
+        w.mark();
         sleep(Duration::from_millis(1700)).await;
-        *w.lock().unwrap_or_else(|p| p.into_inner()) = Some((from, Instant::now()));
+        w.mark();
         set(&c, &[0, 1, 2, 3, 4], ProxyMode::Pass);
         faults
     };
@@ -55,9 +55,7 @@ async fn latency_growing_towards_the_ttl_shrinks_validity_but_never_grants_an_em
         fault,
     )
     .await;
-    let Some((from, to)) = *window.lock().unwrap_or_else(|p| p.into_inner()) else {
-        panic!("the fault did not run");
-    };
+    let [from, to] = window.get();
     let summary = run.summary("latency to ttl", 6);
     assert!(run.acquisitions() > 0, "{summary}");
     // Once a round trip takes the whole TTL (and an attempt already in
@@ -75,8 +73,8 @@ async fn a_blackholed_minority_does_not_stop_acquisitions() {
     let cluster = Arc::new(common::cluster(5));
     let params = Params::new(TTL);
     let c = Arc::clone(&cluster);
-    let window = Arc::new(std::sync::Mutex::new(None));
-    let w = Arc::clone(&window);
+    let window = Marks::default();
+    let w = window.clone();
     let run = scenario(
         "blackhole minority",
         &cluster.urls(),
@@ -85,17 +83,15 @@ async fn a_blackholed_minority_does_not_stop_acquisitions() {
         async move {
             sleep(Duration::from_millis(200)).await;
             set(&c, &[0, 4], ProxyMode::Blackhole);
-            let from = Instant::now();
+            w.mark();
             sleep(Duration::from_millis(1200)).await;
-            *w.lock().unwrap_or_else(|p| p.into_inner()) = Some((from, Instant::now()));
+            w.mark();
             set(&c, &[0, 4], ProxyMode::Pass);
             1
         },
     )
     .await;
-    let Some((from, to)) = *window.lock().unwrap_or_else(|p| p.into_inner()) else {
-        panic!("the fault did not run");
-    };
+    let [from, to] = window.get();
     assert!(
         started_between(&run, from, to) > 0,
         "{}",
@@ -108,8 +104,8 @@ async fn a_blackholed_majority_grants_nothing_and_service_resumes_after() {
     let cluster = Arc::new(common::cluster(5));
     let params = Params::new(TTL);
     let c = Arc::clone(&cluster);
-    let window = Arc::new(std::sync::Mutex::new(None));
-    let w = Arc::clone(&window);
+    let window = Marks::default();
+    let w = window.clone();
     let run = scenario(
         "blackhole majority",
         &cluster.urls(),
@@ -118,18 +114,15 @@ async fn a_blackholed_majority_grants_nothing_and_service_resumes_after() {
         async move {
             sleep(Duration::from_millis(300)).await;
             set(&c, &[1, 2, 3], ProxyMode::Blackhole);
-            let from = Instant::now();
+            w.mark();
             sleep(Duration::from_millis(1000)).await;
-            let to = Instant::now();
+            w.mark();
             set(&c, &[1, 2, 3], ProxyMode::Pass);
-            *w.lock().unwrap_or_else(|p| p.into_inner()) = Some((from, to));
             1
         },
     )
     .await;
-    let Some((from, to)) = *window.lock().unwrap_or_else(|p| p.into_inner()) else {
-        panic!("the fault did not run");
-    };
+    let [from, to] = window.get();
     let summary = run.summary("blackhole majority", 1);
     assert_eq!(
         started_between(&run, from + Duration::from_millis(50), to),

@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::workload::{Params, scenario, started_between};
+use common::workload::{Marks, Params, scenario, started_between};
 use redquorum::testkit::LocalCluster;
-use tokio::time::{Instant, sleep};
+use tokio::time::sleep;
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -75,8 +75,8 @@ async fn killing_a_majority_stops_acquisitions_without_hanging_and_they_resume_a
     let cluster = Arc::new(common::cluster(5));
     let params = Params::new(TTL);
     let c = Arc::clone(&cluster);
-    let outage = Arc::new(std::sync::Mutex::new(None));
-    let o = Arc::clone(&outage);
+    let outage = Marks::default();
+    let o = outage.clone();
     let run = scenario(
         "kill majority",
         &cluster.urls(),
@@ -85,18 +85,16 @@ async fn killing_a_majority_stops_acquisitions_without_hanging_and_they_resume_a
         async move {
             sleep(Duration::from_millis(400)).await;
             blocking(&c, &[0, 2, 4], |c, i| c.kill(i)).await;
-            let down = Instant::now();
+            o.mark();
             sleep(Duration::from_millis(1000)).await;
-            let up = Instant::now();
+            o.mark();
             blocking(&c, &[0, 2, 4], |c, i| c.restart_empty(i)).await;
-            *o.lock().unwrap_or_else(|p| p.into_inner()) = Some((down, up, Instant::now()));
+            o.mark();
             1
         },
     )
     .await;
-    let Some((down, up, restarted)) = *outage.lock().unwrap_or_else(|p| p.into_inner()) else {
-        panic!("the fault did not run");
-    };
+    let [down, up, restarted] = outage.get();
     let summary = run.summary("kill majority", 1);
     // A lock() that returns just after the kill got its replies before it.
     assert_eq!(
@@ -116,8 +114,8 @@ async fn pausing_one_node_mid_acquire_does_not_stop_acquisitions() {
     let cluster = Arc::new(common::cluster(5));
     let params = Params::new(TTL);
     let c = Arc::clone(&cluster);
-    let window = Arc::new(std::sync::Mutex::new(None));
-    let w = Arc::clone(&window);
+    let window = Marks::default();
+    let w = window.clone();
     let run = scenario(
         "pause one",
         &cluster.urls(),
@@ -126,17 +124,15 @@ async fn pausing_one_node_mid_acquire_does_not_stop_acquisitions() {
         async move {
             sleep(Duration::from_millis(300)).await;
             blocking(&c, &[2], |c, i| c.pause(i)).await;
-            let paused = Instant::now();
+            w.mark();
             sleep(Duration::from_millis(1000)).await;
-            *w.lock().unwrap_or_else(|p| p.into_inner()) = Some((paused, Instant::now()));
+            w.mark();
             blocking(&c, &[2], |c, i| c.resume(i)).await;
             1
         },
     )
     .await;
-    let Some((from, to)) = *window.lock().unwrap_or_else(|p| p.into_inner()) else {
-        panic!("the fault did not run");
-    };
+    let [from, to] = window.get();
     let summary = run.summary("pause one", 1);
     assert!(started_between(&run, from, to) > 0, "{summary}");
 }
@@ -146,8 +142,8 @@ async fn pausing_a_majority_longer_than_the_ttl_grants_nothing_until_they_resume
     let cluster = Arc::new(common::cluster(5));
     let params = Params::new(TTL);
     let c = Arc::clone(&cluster);
-    let window = Arc::new(std::sync::Mutex::new(None));
-    let w = Arc::clone(&window);
+    let window = Marks::default();
+    let w = window.clone();
     let run = scenario(
         "pause majority",
         &cluster.urls(),
@@ -156,19 +152,16 @@ async fn pausing_a_majority_longer_than_the_ttl_grants_nothing_until_they_resume
         async move {
             sleep(Duration::from_millis(300)).await;
             blocking(&c, &[0, 1, 3], |c, i| c.pause(i)).await;
-            let paused = Instant::now();
+            w.mark();
             sleep(TTL * 3).await;
-            let resuming = Instant::now();
+            w.mark();
             blocking(&c, &[0, 1, 3], |c, i| c.resume(i)).await;
-            *w.lock().unwrap_or_else(|p| p.into_inner()) = Some((paused, resuming, Instant::now()));
+            w.mark();
             1
         },
     )
     .await;
-    let Some((paused, resuming, resumed)) = *window.lock().unwrap_or_else(|p| p.into_inner())
-    else {
-        panic!("the fault did not run");
-    };
+    let [paused, resuming, resumed] = window.get();
     let summary = run.summary("pause majority", 1);
     assert_eq!(
         started_between(&run, paused + Duration::from_millis(50), resuming),

@@ -240,3 +240,30 @@ pub fn started_between(run: &Run, from: Instant, to: Instant) -> usize {
         .filter(|h| h.start >= from && h.start <= to)
         .count()
 }
+
+/// Instants a fault records while it runs (when it struck, when it
+/// healed...), read back after the run in the order they were taken.
+#[derive(Clone, Default)]
+pub struct Marks(Arc<Mutex<Vec<Instant>>>);
+
+impl Marks {
+    /// Records the current instant.
+    pub fn mark(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Instant::now());
+    }
+
+    /// The `N` instants recorded; panics if the fault did not record them all.
+    pub fn get<const N: usize>(&self) -> [Instant; N] {
+        let marks = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match <[Instant; N]>::try_from(marks) {
+            Ok(marks) => marks,
+            Err(marks) => panic!(
+                "the fault recorded {} of {N} instants: did it run?",
+                marks.len()
+            ),
+        }
+    }
+}
