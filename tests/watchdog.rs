@@ -212,6 +212,26 @@ async fn one_paused_node_during_the_job_does_not_cost_the_lock() {
     assert!(matches!(result, Ok(false)), "{result:?}");
 }
 
+/// Waits until no node holds `resource` any more, then checks that no byte
+/// reaches any node for two TTLs: nothing is extending the lock.
+async fn assert_nodes_stay_silent_once_released(
+    cluster: &LocalCluster,
+    direct: &[String],
+    resource: &str,
+    ttl: Duration,
+) {
+    // Every delete has landed (late ones included) before counting.
+    let released = eventually(Duration::from_secs(5), || {
+        holders_any(direct, &key(resource)) == 0
+    })
+    .await;
+    assert!(released, "the lock was never released");
+    sleep(Duration::from_millis(100)).await;
+    let settled = forwarded(cluster);
+    sleep(ttl * 2).await;
+    assert_eq!(forwarded(cluster), settled);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releasing_the_guard_stops_the_watchdog_so_nothing_reaches_any_node_afterwards() {
     let cluster = cluster(5);
@@ -231,18 +251,7 @@ async fn releasing_the_guard_stops_the_watchdog_so_nothing_reaches_any_node_afte
         "{before:?} {during:?}"
     );
     guard.release().await.unwrap();
-    // Every delete has landed (late ones included) before counting.
-    assert!(
-        eventually(Duration::from_secs(5), || holders_any(
-            &direct,
-            &key(&resource)
-        ) == 0)
-        .await
-    );
-    sleep(Duration::from_millis(100)).await;
-    let after_release = forwarded(&cluster);
-    sleep(ttl * 2).await;
-    assert_eq!(forwarded(&cluster), after_release);
+    assert_nodes_stay_silent_once_released(&cluster, &direct, &resource, ttl).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,17 +269,7 @@ async fn dropping_the_guard_stops_the_watchdog_so_nothing_reaches_any_node_after
         "the watchdog must have kept the lock past its TTL"
     );
     drop(guard);
-    assert!(
-        eventually(Duration::from_secs(2), || holders_any(
-            &direct,
-            &key(&resource)
-        ) == 0)
-        .await
-    );
-    sleep(Duration::from_millis(100)).await;
-    let after_drop = forwarded(&cluster);
-    sleep(ttl * 2).await;
-    assert_eq!(forwarded(&cluster), after_drop);
+    assert_nodes_stay_silent_once_released(&cluster, &direct, &resource, ttl).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
