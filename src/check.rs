@@ -57,6 +57,8 @@ pub enum NodeProblem {
         node: String,
         /// The role reported (`slave`, `sentinel`).
         role: String,
+        /// For a replica, the `host:port` of its master.
+        master: Option<String>,
     },
     /// `maxmemory-policy` is not `noeviction`: the node may evict lock keys
     /// before their TTL, and two clients would then hold the lock.
@@ -122,10 +124,22 @@ impl fmt::Display for NodeProblem {
                 reason,
             } => write!(
                 f,
-                "node {index} ({node}) refused authentication ({reason}): put the right \
+                "node {index} ({node}): authentication failed ({reason}): put the right \
                  user/password in its URL (redis://user:password@host:port/)"
             ),
-            NodeProblem::NotMaster { index, node, role } => write!(
+            NodeProblem::NotMaster {
+                index,
+                node,
+                master: Some(master),
+                ..
+            } => write!(
+                f,
+                "node {index} ({node}) is a replica of {master}, not a master: it refuses \
+                 writes and is no independent vote; list independent masters only"
+            ),
+            NodeProblem::NotMaster {
+                index, node, role, ..
+            } => write!(
                 f,
                 "node {index} ({node}) is a {role}, not a master: list independent masters only"
             ),
@@ -354,15 +368,31 @@ async fn probe(index: usize, node: Arc<Node>) -> NodeCheck {
         }
     };
     check.reachable = true;
+    // Round trip on the open connection: the best of three PINGs (the
+    // first call above may have paid for connecting).
     check.latency = Some(started.elapsed());
+    for _ in 0..3 {
+        let start = Instant::now();
+        if let Probe::Value(_) = call(index, &node, &redis::cmd("PING")).await {
+            let took = start.elapsed();
+            check.latency = check.latency.map(|l| l.min(took));
+        }
+    }
+    // `ROLE` answers ["master", ...], ["slave", host, port, ...] or
+    // ["sentinel", ...].
+    let mut master = None;
     if let Value::Array(items) = &role {
         check.role = items.first().and_then(text);
+        if let (Some(host), Some(Value::Int(port))) = (items.get(1).and_then(text), items.get(2)) {
+            master = Some(format!("{host}:{port}"));
+        }
     }
     if let Some(role) = check.role.as_deref().filter(|r| *r != "master") {
         check.problems.push(NodeProblem::NotMaster {
             index,
             node: check.node.clone(),
             role: role.to_owned(),
+            master: master.filter(|_| role == "slave"),
         });
     }
     if let Probe::Value(v) = call(index, &node, redis::cmd("INFO").arg("server")).await {

@@ -1,4 +1,4 @@
-//! Direct connections to the nodes, for `check` and `status`.
+//! Direct connections to the nodes (for `status`) and table printing.
 
 use std::time::Duration;
 
@@ -87,25 +87,6 @@ impl Target {
                 "unreachable: no connection within {timeout:?}"
             ))),
         }
-    }
-}
-
-/// Runs one command, bounded by `timeout`.
-///
-/// # Errors
-///
-/// [`Failure`] for an error reply, a dropped connection or no reply in time.
-pub async fn query<T: redis::FromRedisValue>(
-    conn: &mut MultiplexedConnection,
-    cmd: &redis::Cmd,
-    timeout: Duration,
-) -> Result<T, Failure> {
-    match tokio::time::timeout(timeout, cmd.query_async(conn)).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(Failure::from_redis(&e)),
-        Err(_) => Err(Failure::Unreachable(format!(
-            "unreachable: no reply within {timeout:?}"
-        ))),
     }
 }
 
