@@ -80,6 +80,15 @@ async fn run(how: Break) -> History {
     history
 }
 
+/// Prints the run's figures, one line per scenario.
+fn report(label: &str, history: &History, note: &str) {
+    eprintln!(
+        "[{label}] holds={} overlaps={}{note}",
+        history.len(),
+        history.overlaps().len()
+    );
+}
+
 fn cut(cluster: &LocalCluster, mode: ProxyMode) {
     cluster.set_proxy(3, mode);
     cluster.set_proxy(4, mode);
@@ -88,11 +97,7 @@ fn cut(cluster: &LocalCluster, mode: ProxyMode) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_immediate_empty_restart_in_the_quorum_intersection_is_detected() {
     let history = run(Break::RestartEmpty).await;
-    eprintln!(
-        "[negative: restart empty] holds={} overlaps={} (DETECTED expected)",
-        history.len(),
-        history.overlaps().len()
-    );
+    report("negative: restart empty", &history, " (DETECTED expected)");
     assert_eq!(
         history.overlaps().len(),
         1,
@@ -103,11 +108,7 @@ async fn an_immediate_empty_restart_in_the_quorum_intersection_is_detected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_early_expiry_while_two_nodes_are_cut_off_is_detected() {
     let history = run(Break::ExpireEarly).await;
-    eprintln!(
-        "[negative: early expiry] holds={} overlaps={} (DETECTED expected)",
-        history.len(),
-        history.overlaps().len()
-    );
+    report("negative: early expiry", &history, " (DETECTED expected)");
     assert_eq!(
         history.overlaps().len(),
         1,
@@ -118,11 +119,7 @@ async fn a_forced_early_expiry_while_two_nodes_are_cut_off_is_detected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_delayed_past_the_ttl_shows_no_overlap() {
     let history = run(Break::RestartAfterTtl).await;
-    eprintln!(
-        "[control: delayed restart] holds={} overlaps={}",
-        history.len(),
-        history.overlaps().len()
-    );
+    report("control: delayed restart", &history, "");
     assert_eq!(history.len(), 2, "B must get the lock once A's has expired");
     assert!(history.overlaps().is_empty());
 }
@@ -130,11 +127,7 @@ async fn a_restart_delayed_past_the_ttl_shows_no_overlap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_with_aof_fsync_always_shows_no_overlap() {
     let history = run(Break::RestartWithAof).await;
-    eprintln!(
-        "[control: aof restart] holds={} overlaps={}",
-        history.len(),
-        history.overlaps().len()
-    );
+    report("control: aof restart", &history, "");
     assert_eq!(
         history.len(),
         1,
@@ -146,11 +139,7 @@ async fn a_restart_with_aof_fsync_always_shows_no_overlap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_early_expiry_the_second_client_is_refused() {
     let history = run(Break::Nothing).await;
-    eprintln!(
-        "[control: no expiry] holds={} overlaps={}",
-        history.len(),
-        history.overlaps().len()
-    );
+    report("control: no expiry", &history, "");
     assert_eq!(history.len(), 1);
     assert!(history.overlaps().is_empty());
 }
