@@ -64,6 +64,19 @@ impl ReleaseOnDrop {
         }
     }
 
+    /// Releases a failed attempt's keys on every node, waiting for each
+    /// (a `SET` may have landed where no answer came) after the calls still
+    /// in flight, then disarms. Announces nothing: contenders that split the
+    /// vote back off for their retry delay instead of waking each other in
+    /// a loop. Cancelled midway, the drop releases instead.
+    pub(crate) async fn release_failed(self) {
+        settle(self.stragglers.clone()).await;
+        self.shared
+            .release_round(&self.keys, &self.value, Leftover::Wait, false)
+            .await;
+        self.disarm();
+    }
+
     /// The keys are accounted for: nothing to do on drop. Returns the calls
     /// still in flight, for whoever releases the keys later.
     pub(crate) fn disarm(mut self) -> Option<Stragglers> {

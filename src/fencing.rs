@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock};
 use redis::Script;
 use tokio::time::Instant;
 
-use crate::cleanup::{self, ReleaseOnDrop};
+use crate::cleanup::ReleaseOnDrop;
 use crate::guard::{Held, LockGuard};
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Decision, Leftover};
@@ -210,12 +210,7 @@ pub(crate) async fn attempt(
     } else if round.decision == Decision::Won {
         tracing::warn!(resource = %resources[0], "a node returned an unusable fence counter");
     }
-    // Release on every node: a SET may have landed where no answer came.
-    cleanup::settle(pending.stragglers.clone()).await;
-    shared
-        .release_round(keys, &value, Leftover::Wait, false)
-        .await;
-    pending.disarm();
+    pending.release_failed().await;
     Err(Failure {
         reports,
         validity_exhausted,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::IntoConnectionInfo;
 use tokio::time::Instant;
 
-use crate::cleanup::{self, ReleaseOnDrop};
+use crate::cleanup::ReleaseOnDrop;
 use crate::config::Config;
 use crate::error::{Attempts, Error, NodeReport, Result};
 use crate::guard::{Held, LockGuard};
@@ -627,16 +627,7 @@ impl Redlock {
                 return Ok(LockGuard::new(Arc::clone(shared), held));
             }
         }
-        // Release on every node, those that failed or timed out included:
-        // their SET may have been applied.
-        // Wait for every node, so that no key of this attempt outlives it.
-        cleanup::settle(pending.stragglers.clone()).await;
-        // Announce nothing: contenders that split the vote back off for
-        // their retry delay instead of waking each other in a loop.
-        shared
-            .release_round(keys, &value, Leftover::Wait, false)
-            .await;
-        pending.disarm();
+        pending.release_failed().await;
         Err(Failure {
             reports: round.reports(&shared.nodes),
             validity_exhausted: round.decision == Decision::Won,
