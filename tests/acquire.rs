@@ -65,7 +65,7 @@ async fn try_lock_succeeds_exactly_when_a_quorum_of_nodes_is_free_for_all_32_sub
         // (release returns at quorum; the last deletes may land just after).
         for (i, url) in urls.iter().enumerate() {
             let expect = (mask & (1 << i) != 0).then_some("another-owner");
-            let settled = eventually(Duration::from_secs(2), || {
+            let settled = eventually(Duration::from_secs(5), || {
                 get(url, &key).as_deref() == expect
             })
             .await;

@@ -53,7 +53,7 @@ async fn dropped_guard_releases_its_keys_shortly_after() {
     let value = guard.value().to_owned();
     assert!(settles_on(&urls, &key(&resource), &value, urls.len()).await);
     drop(guard);
-    let clean = eventually(Duration::from_secs(2), || {
+    let clean = eventually(Duration::from_secs(5), || {
         holders(&urls, &key(&resource), &value) == 0
     })
     .await;

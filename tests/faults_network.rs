@@ -212,7 +212,7 @@ async fn acquisitions_cancelled_under_latency_leave_no_orphan_keys() {
     }
     set(&cluster, &[0, 1, 2, 3, 4], ProxyMode::Pass);
     let urls = cluster.direct_urls();
-    let clean = common::eventually(Duration::from_secs(2), || {
+    let clean = common::eventually(Duration::from_secs(5), || {
         resources.iter().all(|r| {
             urls.iter()
                 .all(|u| common::get(u, &common::key(r)).is_none())

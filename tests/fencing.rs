@@ -75,7 +75,7 @@ async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_ext
     }
     // The counters are separate keys, kept after the release; the lock key is gone.
     let urls = nodes.direct_urls();
-    let settled = eventually(Duration::from_secs(2), || {
+    let settled = eventually(Duration::from_secs(5), || {
         urls.iter().all(|u| get(u, &key(&resource)).is_none())
     })
     .await;
@@ -125,14 +125,14 @@ async fn a_resource_named_like_a_counter_key_does_not_touch_the_counter() {
     assert_eq!(first.fencing_token(), Some(1));
     assert_eq!(other.fencing_token(), Some(1));
     let urls = nodes.direct_urls();
-    let written = eventually(Duration::from_secs(2), || {
+    let written = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| counter(u, &resource).as_deref() == Some("1"))
     })
     .await;
     assert!(written, "counter of {resource} not 1 on every node");
     // The acquire returns at a quorum; the last SETs may land just after.
-    let all = eventually(Duration::from_secs(2), || {
+    let all = eventually(Duration::from_secs(5), || {
         holders(&urls, &key(&resource), first.value()) == 5
     })
     .await;
@@ -321,7 +321,7 @@ async fn a_holder_paused_past_its_validity_has_its_write_refused_by_the_fenced_r
     assert!(matches!(a.release().await, Err(Error::Expired)));
     let urls = nodes.direct_urls();
     // The acquire returns at a quorum; the last SETs may land just after.
-    let all = eventually(Duration::from_secs(2), || {
+    let all = eventually(Duration::from_secs(5), || {
         holders(&urls, &key(&resource), b.value()) == 5
     })
     .await;
@@ -526,7 +526,7 @@ async fn a_failed_fenced_attempt_leaves_no_lock_key_and_no_counter_change() {
         "{err}"
     );
     // The acquire returns at a quorum; the last SETs may land just after.
-    let all = eventually(Duration::from_secs(2), || {
+    let all = eventually(Duration::from_secs(5), || {
         holders(&urls, &key(&resource), first.value()) == 5
     })
     .await;

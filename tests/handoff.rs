@@ -64,7 +64,7 @@ async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
     let guard = hold(&redlock, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     // The waiter has failed once and subscribed on every node.
-    let subscribed = eventually(Duration::from_secs(2), || {
+    let subscribed = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| subscribers(u, &channel(&resource)) == 1)
     })
@@ -196,7 +196,7 @@ async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
             tokio::time::timeout(Duration::from_millis(250), redlock.lock(&resource, TTL)).await
         })
     };
-    let subscribed = eventually(Duration::from_secs(2), || {
+    let subscribed = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| subscribers(u, &channel(&resource)) == 1)
     })
@@ -207,7 +207,7 @@ async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
         let (result, _) = waiter.await.expect("waiter task");
         assert!(matches!(result, Err(Error::NotAcquired(_))), "{result:?}");
     }
-    let gone = eventually(Duration::from_secs(2), || {
+    let gone = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| subscribers(u, &channel(&resource)) == 0)
     })

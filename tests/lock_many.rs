@@ -107,7 +107,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
         );
     }
     let urls = nodes.direct_urls();
-    let clean = eventually(Duration::from_secs(2), || {
+    let clean = eventually(Duration::from_secs(5), || {
         resources
             .iter()
             .all(|r| urls.iter().all(|u| get(u, &key(r)).is_none()))
@@ -156,7 +156,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
             .unwrap_or_else(|e| panic!("lock_many: {e}"));
         for resource in [&a, &b, &c] {
             // The acquire returns at a quorum; the last SETs may land just after.
-            let all = eventually(Duration::from_secs(2), || {
+            let all = eventually(Duration::from_secs(5), || {
                 holders(&urls, &key(resource), guard.value()) == 5
             })
             .await;

@@ -27,7 +27,7 @@ async fn release_and_extend_work_after_script_flush_on_every_node() {
     // The lock lands on every node (late ones too) before the flush.
     let value = guard.value().to_owned();
     let everywhere = || holders(&urls, &key(&resource), &value);
-    assert!(eventually(Duration::from_secs(2), || everywhere() == urls.len()).await);
+    assert!(eventually(Duration::from_secs(5), || everywhere() == urls.len()).await);
     for url in &urls {
         query::<()>(url, &redis::cmd("SCRIPT").arg("FLUSH").to_owned()).unwrap();
     }
@@ -74,7 +74,7 @@ async fn scripts_work_again_on_a_restarted_node() {
     let value = guard.value().to_owned();
     guard.release().await.expect("release after restarts");
     assert!(
-        eventually(Duration::from_secs(2), || holders(
+        eventually(Duration::from_secs(5), || holders(
             &urls,
             &key("after"),
             &value

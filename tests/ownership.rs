@@ -88,7 +88,7 @@ async fn release_deletes_every_copy_and_the_next_owner_gets_the_lock_at_once() {
     let value = first.value().to_owned();
     first.release().await.expect("first release");
     assert!(
-        eventually(Duration::from_secs(2), || holders(
+        eventually(Duration::from_secs(5), || holders(
             &urls,
             &key(&resource),
             &value
@@ -174,7 +174,7 @@ async fn extend_moves_the_deadline_and_the_ttl_on_every_node() {
     // Extend returns at quorum; the other nodes follow a moment later.
     for url in &urls {
         let pttl = || query::<i64>(url, redis::cmd("PTTL").arg(key(&resource))).unwrap();
-        let extended = eventually(Duration::from_secs(2), || pttl() > 30_000).await;
+        let extended = eventually(Duration::from_secs(5), || pttl() > 30_000).await;
         assert!(extended, "PTTL {} on {url}", pttl());
     }
     guard.release().await.expect("release");

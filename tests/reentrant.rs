@@ -49,7 +49,7 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
             .await
             .unwrap_or_else(|e| panic!("hold {depth}: {e}"));
         guards.push(guard);
-        let counts = eventually(Duration::from_secs(2), || {
+        let counts = eventually(Duration::from_secs(5), || {
             live.iter()
                 .all(|&i| count(&urls[i], &resource) == Some(depth.to_string()))
         })
@@ -70,7 +70,7 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
             .await
             .unwrap_or_else(|e| panic!("release at depth {}: {e}", guards.len() + 1));
     }
-    let freed = eventually(Duration::from_secs(2), || {
+    let freed = eventually(Duration::from_secs(5), || {
         live.iter()
             .all(|&i| get_type(&urls[i], &key(&resource)) == "none")
     })
@@ -121,7 +121,7 @@ async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
         "reentrant while a plain lock is held",
     );
     // The acquire returns at a quorum; the last SETs may land just after.
-    let all = eventually(Duration::from_secs(2), || {
+    let all = eventually(Duration::from_secs(5), || {
         holders(&urls, &key(&resource), plain.value()) == 5
     })
     .await;
@@ -157,7 +157,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
         .lock_reentrant(&resource, "owner-a", TTL)
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
-    let all_one = eventually(Duration::from_secs(2), || {
+    let all_one = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| count(u, &resource).as_deref() == Some("1"))
     })
@@ -178,7 +178,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
         .release()
         .await
         .unwrap_or_else(|e| panic!("inner release: {e}"));
-    let settled = eventually(Duration::from_secs(2), || {
+    let settled = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| count(u, &resource).as_deref() == Some("1"))
     })
@@ -192,7 +192,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
         .release()
         .await
         .unwrap_or_else(|e| panic!("outer release: {e}"));
-    let freed = eventually(Duration::from_secs(2), || {
+    let freed = eventually(Duration::from_secs(5), || {
         urls.iter().all(|u| get_type(u, &key(&resource)) == "none")
     })
     .await;
@@ -221,7 +221,7 @@ async fn an_inner_hold_with_a_short_ttl_does_not_shorten_the_outer_one() {
         query(url, redis::cmd("PTTL").arg(key(&resource))).unwrap_or_else(|e| panic!("PTTL: {e}"))
     };
     // Calls still in flight at the early decision land within moments.
-    let long = eventually(Duration::from_secs(2), || {
+    let long = eventually(Duration::from_secs(5), || {
         urls.iter().all(|u| pttl(u) > 5_000)
     })
     .await;
@@ -253,7 +253,7 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
         .unwrap_or_else(|e| panic!("inner: {e}"));
     assert!(inner.value().starts_with("r:"));
     drop(inner);
-    let one = eventually(Duration::from_secs(2), || {
+    let one = eventually(Duration::from_secs(5), || {
         urls.iter()
             .all(|u| count(u, &resource).as_deref() == Some("1"))
     })

@@ -112,7 +112,7 @@ async fn a_job_running_five_ttls_inside_with_lock_keeps_the_lock_and_every_compe
     assert!(tries >= 10, "only {tries} competing attempts");
     // Released at the end.
     assert!(
-        eventually(Duration::from_secs(2), || holders_any(
+        eventually(Duration::from_secs(5), || holders_any(
             &direct,
             &key(&resource)
         ) == 0)
@@ -420,7 +420,7 @@ async fn a_panicking_job_releases_the_lock_and_the_panic_goes_on() {
     let joined = task.await;
     assert!(joined.is_err_and(|e| e.is_panic()));
     assert!(
-        eventually(Duration::from_secs(2), || holders_any(
+        eventually(Duration::from_secs(5), || holders_any(
             &direct,
             &key(&resource)
         ) == 0)
@@ -439,7 +439,7 @@ async fn a_cancelled_with_lock_releases_the_lock_and_stops_extending() {
     });
     assert!(timeout(Duration::from_millis(200), job).await.is_err());
     assert!(
-        eventually(Duration::from_secs(2), || holders_any(
+        eventually(Duration::from_secs(5), || holders_any(
             &direct,
             &key(&resource)
         ) == 0)

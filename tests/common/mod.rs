@@ -127,11 +127,11 @@ pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool
     }
 }
 
-/// Waits (up to 2 s) until exactly `count` of `urls` hold `key` with
+/// Waits (up to 5 s) until exactly `count` of `urls` hold `key` with
 /// `value`. A lock is granted at quorum; the slower nodes follow a moment
 /// later, so counts of "every node" are checked this way.
 pub async fn settles_on(urls: &[String], key: &str, value: &str, count: usize) -> bool {
-    eventually(Duration::from_secs(2), || {
+    eventually(Duration::from_secs(5), || {
         holders(urls, key, value) == count
     })
     .await
