@@ -125,6 +125,42 @@ fn holders_any(urls: &[String], key: &str) -> usize {
     urls.iter().filter(|u| get(u, key).is_some()).count()
 }
 
+/// The job was cancelled with `Error::Lost`, no earlier than the deadline
+/// and no later than one extension period after it.
+fn assert_cancelled_with_lost_in_time(
+    result: &redquorum::Result<()>,
+    deadline: Instant,
+    returned_at: Instant,
+    finished: bool,
+    ttl: Duration,
+) {
+    assert!(matches!(result, Err(Error::Lost)), "{result:?}");
+    assert!(!finished, "the job must be cancelled, not finish");
+    assert!(returned_at >= deadline, "lost before the deadline");
+    eprintln!(
+        "Error::Lost returned {:?} after the deadline",
+        returned_at - deadline
+    );
+    assert!(
+        returned_at <= deadline + extension_period(ttl),
+        "lost {:?} after the deadline",
+        returned_at - deadline
+    );
+}
+
+/// Once the lost lock's TTL has run out, another client takes it.
+async fn competitor_gets_the_lock_after_the_ttl(
+    cluster: &LocalCluster,
+    resource: &str,
+    deadline: Instant,
+    ttl: Duration,
+) {
+    tokio::time::sleep_until(deadline + ttl).await;
+    let competitor = common::redlock(&cluster.urls(), config());
+    let guard = competitor.lock(resource, ttl).await.unwrap();
+    guard.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_three_of_five_nodes_cancels_the_job_with_lost_and_a_competitor_gets_the_lock_later()
  {
@@ -139,25 +175,11 @@ async fn killing_three_of_five_nodes_cancels_the_job_with_lost_and_a_competitor_
             }
         })
         .await;
-    assert!(matches!(result, Err(Error::Lost)), "{result:?}");
-    assert!(!finished, "the job must be cancelled, not finish");
-    assert!(returned_at >= deadline, "lost before the deadline");
-    eprintln!(
-        "Error::Lost returned {:?} after the deadline",
-        returned_at - deadline
-    );
-    assert!(
-        returned_at <= deadline + extension_period(ttl),
-        "lost {:?} after the deadline",
-        returned_at - deadline
-    );
+    assert_cancelled_with_lost_in_time(&result, deadline, returned_at, finished, ttl);
     for i in 0..3 {
         tokio::task::block_in_place(|| cluster.restart(i)).unwrap();
     }
-    tokio::time::sleep_until(deadline + ttl).await;
-    let competitor = common::redlock(&cluster.urls(), config());
-    let guard = competitor.lock(&resource, ttl).await.unwrap();
-    guard.release().await.unwrap();
+    competitor_gets_the_lock_after_the_ttl(&cluster, &resource, deadline, ttl).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,25 +196,11 @@ async fn blackholing_a_majority_cancels_the_job_with_lost_and_a_competitor_gets_
             }
         })
         .await;
-    assert!(matches!(result, Err(Error::Lost)), "{result:?}");
-    assert!(!finished, "the job must be cancelled, not finish");
-    assert!(returned_at >= deadline, "lost before the deadline");
-    eprintln!(
-        "Error::Lost returned {:?} after the deadline",
-        returned_at - deadline
-    );
-    assert!(
-        returned_at <= deadline + extension_period(ttl),
-        "lost {:?} after the deadline",
-        returned_at - deadline
-    );
+    assert_cancelled_with_lost_in_time(&result, deadline, returned_at, finished, ttl);
     for i in 0..3 {
         cluster.set_proxy(i, ProxyMode::Pass);
     }
-    tokio::time::sleep_until(deadline + ttl).await;
-    let competitor = common::redlock(&cluster.urls(), config());
-    let guard = competitor.lock(&resource, ttl).await.unwrap();
-    guard.release().await.unwrap();
+    competitor_gets_the_lock_after_the_ttl(&cluster, &resource, deadline, ttl).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
