@@ -33,48 +33,12 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use redis::aio::ConnectionManager;
-use redquorum::testkit::{LocalCluster, ProxyMode};
+use redquorum::testkit::{Nodes, ProxyMode};
 use redquorum::{Config, Redlock};
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(10);
-
-enum Nodes {
-    Local(LocalCluster),
-    External(Vec<String>),
-}
-
-impl Nodes {
-    fn get() -> Nodes {
-        match std::env::var("REDLOCK_NODES") {
-            Ok(list) if !list.trim().is_empty() => Nodes::External(
-                list.split(',')
-                    .map(|u| u.trim().to_owned())
-                    .filter(|u| !u.is_empty())
-                    .collect(),
-            ),
-            _ => match LocalCluster::start(5) {
-                Ok(c) => Nodes::Local(c),
-                Err(e) => panic!("cannot start local Redis nodes: {e}"),
-            },
-        }
-    }
-
-    fn direct_urls(&self) -> Vec<String> {
-        match self {
-            Nodes::Local(c) => c.direct_urls(),
-            Nodes::External(urls) => urls.clone(),
-        }
-    }
-
-    fn local(&self) -> Option<&LocalCluster> {
-        match self {
-            Nodes::Local(c) => Some(c),
-            Nodes::External(_) => None,
-        }
-    }
-}
 
 fn redlock(urls: &[String], config: Config) -> Redlock {
     match Redlock::with_config(urls.iter().map(String::as_str), config) {
@@ -147,7 +111,10 @@ async fn timed_acquires(redlock: &Redlock, iters: u64) -> Duration {
 }
 
 fn benches(c: &mut Criterion) {
-    let nodes = Nodes::get();
+    let nodes = match Nodes::from_env(5) {
+        Ok(nodes) => nodes,
+        Err(e) => panic!("cannot start local Redis nodes: {e}"),
+    };
     let direct = nodes.direct_urls();
     let rt = runtime();
 

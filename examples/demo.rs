@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redquorum::testkit::LocalCluster;
+use redquorum::testkit::{LocalCluster, Nodes};
 use redquorum::{Config, Error, Redlock};
 use tokio::time::Instant;
 
@@ -41,18 +41,9 @@ struct WorkerStats {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let external = std::env::var("REDLOCK_NODES")
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    let cluster = match &external {
-        Some(_) => None,
-        None => Some(LocalCluster::start(5)?),
-    };
-    let urls: Vec<String> = match (&external, &cluster) {
-        (Some(list), _) => list.split(',').map(|u| u.trim().to_owned()).collect(),
-        (None, Some(c)) => c.urls(),
-        (None, None) => unreachable!("a cluster is started when no nodes are given"),
-    };
+    let nodes = Nodes::from_env(5)?;
+    let cluster = nodes.local();
+    let urls = nodes.urls();
     println!("nodes: {}", urls.join(", "));
     let config = Config::default()
         .with_node_timeout(Duration::from_millis(50))
@@ -100,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }));
     }
 
-    if let Some(cluster) = &cluster {
+    if let Some(cluster) = cluster {
         tokio::time::sleep_until(started + KILL_AT).await;
         cluster.kill(1)?;
         cluster.kill(3)?;
@@ -138,7 +129,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             stats.acquired, stats.contended, stats.unavailable
         );
     }
-    if let Some(cluster) = &cluster {
+    if let Some(cluster) = cluster {
         println!("node states at the end: {}", states(cluster));
     }
     let holds = holds.lock().map_err(|_| "poisoned")?.clone();

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redquorum::testkit::LocalCluster;
+use redquorum::testkit::Nodes;
 use redquorum::{Config, Redlock};
 use tokio::time::Instant;
 
@@ -34,18 +34,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs = env_u64("SECS", 10);
     let retry = Duration::from_millis(env_u64("RETRY_MS", 5));
     let jitter = Duration::from_millis(env_u64("JITTER_MS", 3));
-    let mut _cluster = None;
-    let urls: Vec<String> = match std::env::var("REDLOCK_NODES") {
-        Ok(list) if !list.trim().is_empty() => {
-            list.split(',').map(|u| u.trim().to_owned()).collect()
-        }
-        _ => {
-            let cluster = LocalCluster::start(5)?;
-            let urls = cluster.direct_urls();
-            _cluster = Some(cluster);
-            urls
-        }
-    };
+    // Local nodes are used straight, without the fault proxies.
+    let nodes = Nodes::from_env(5)?;
+    let urls = nodes.direct_urls();
     let config = Config::default()
         .with_retry_count(u32::MAX)
         .with_retry_delay(retry)

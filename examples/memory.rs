@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use redquorum::Redlock;
-use redquorum::testkit::LocalCluster;
+use redquorum::testkit::Nodes;
 
 const TASKS: u64 = 8;
 const WARM_UP: u64 = 2_000;
@@ -57,18 +57,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(200_000);
-    let mut _cluster = None;
-    let urls = match std::env::var("REDLOCK_NODES") {
-        Ok(list) if !list.trim().is_empty() => {
-            list.split(',').map(|u| u.trim().to_owned()).collect()
-        }
-        _ => {
-            let cluster = LocalCluster::start(5)?;
-            let urls = cluster.direct_urls();
-            _cluster = Some(cluster);
-            urls
-        }
-    };
+    // Local nodes are used straight, without the fault proxies.
+    let nodes = Nodes::from_env(5)?;
+    let urls = nodes.direct_urls();
     let redlock = Redlock::new(urls.iter().map(String::as_str))?;
 
     run(&redlock, WARM_UP).await?;

@@ -15,7 +15,7 @@ const TTL: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn try_lock_succeeds_exactly_when_a_quorum_of_nodes_is_free_for_all_32_subsets() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     assert_eq!(urls.len(), 5, "this test needs five nodes");
     let redlock = redlock(&nodes.urls(), fast_config());

@@ -156,7 +156,7 @@ async fn nodes_unreachable_at_acquire_are_reported_by_name_and_reason() {
 
 #[tokio::test]
 async fn extending_with_a_bad_ttl_is_an_invalid_argument_and_keeps_the_lock() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("bad-extend");
     let mut guard = redlock

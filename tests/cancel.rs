@@ -45,7 +45,7 @@ async fn lock_future_dropped_by_a_tiny_timeout_leaves_no_key() {
 
 #[tokio::test]
 async fn dropped_guard_releases_its_keys_shortly_after() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("dropped");
@@ -68,7 +68,7 @@ async fn dropped_guard_releases_its_keys_shortly_after() {
 
 #[tokio::test]
 async fn guard_dropped_outside_any_runtime_does_not_panic_and_keys_expire() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("no-runtime");

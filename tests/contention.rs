@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_contending_tasks_never_overlap_and_all_make_progress() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let config = fast_config()
         .with_retry_count(1_000)
         .with_retry_delay(Duration::from_millis(5))

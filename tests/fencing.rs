@@ -48,7 +48,7 @@ fn counter(url: &str, resource: &str) -> Option<String> {
 
 #[tokio::test]
 async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_extensions() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fenced_config());
     let resource = unique("fenced");
     let mut previous = None;
@@ -89,7 +89,7 @@ async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_ext
 
 #[tokio::test]
 async fn without_fencing_there_is_no_token_and_no_counter() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("unfenced");
     let guard = redlock
@@ -109,7 +109,7 @@ async fn without_fencing_there_is_no_token_and_no_counter() {
 
 #[tokio::test]
 async fn a_resource_named_like_a_counter_key_does_not_touch_the_counter() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fenced_config());
     let resource = unique("clash");
     let first = redlock
@@ -278,7 +278,7 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
 
 #[tokio::test]
 async fn a_holder_paused_past_its_validity_has_its_write_refused_by_the_fenced_resource() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let client_a = redlock(&nodes.urls(), fenced_config());
     let client_b = redlock(
         &nodes.urls(),
@@ -509,7 +509,7 @@ async fn fencing_costs_exactly_one_more_command_per_node_per_acquisition() {
 
 #[tokio::test]
 async fn a_failed_fenced_attempt_leaves_no_lock_key_and_no_counter_change() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fenced_config().with_retry_count(0));
     let resource = unique("fenced-contended");

@@ -56,7 +56,7 @@ fn wait_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.urls();
     let redlock = redlock(&urls, slow_retries(Duration::from_secs(2)));
     warm_up(&redlock).await;
@@ -84,7 +84,7 @@ async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_guard_and_a_multi_resource_release_wake_waiters_too() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), slow_retries(Duration::from_secs(2)));
     warm_up(&redlock).await;
     let (a, b) = (unique("handoff-a"), unique("handoff-b"));
@@ -118,7 +118,7 @@ async fn a_dropped_guard_and_a_multi_resource_release_wake_waiters_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_notifications_off_a_waiter_still_acquires_after_its_retry_delay() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.urls();
     let delay = Duration::from_millis(800);
     let redlock = redlock(&urls, slow_retries(delay).with_release_notifications(false));
@@ -176,7 +176,7 @@ async fn when_nodes_refuse_pub_sub_locks_and_releases_still_work_through_the_ret
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.urls();
     let config = fast_config()
         .with_retry_count(3)

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_all_progress() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let config = fast_config()
         .with_fencing(true)
         .with_retry_count(10_000)
@@ -118,7 +118,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
 
 #[tokio::test]
 async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     for fencing in [false, true] {
         let redlock = redlock(
@@ -171,7 +171,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
 
 #[tokio::test]
 async fn each_resource_of_a_set_has_its_own_fencing_counter() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config().with_fencing(true));
     let (x, y) = (unique("x"), unique("y"));
     let take = async |set: &[&str]| {
@@ -196,7 +196,7 @@ async fn each_resource_of_a_set_has_its_own_fencing_counter() {
 
 #[tokio::test]
 async fn try_lock_many_is_refused_while_one_resource_is_locked_alone() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config().with_fencing(true));
     let (x, y) = (unique("x"), unique("y"));
     let single = redlock

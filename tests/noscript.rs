@@ -9,7 +9,7 @@ use common::*;
 
 #[tokio::test]
 async fn release_and_extend_work_after_script_flush_on_every_node() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     // Reloading a script costs two more round trips; give every node time
     // for them even on a loaded machine, so that all of them take part.

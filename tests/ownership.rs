@@ -11,7 +11,7 @@ use redquorum::Error;
 
 #[tokio::test]
 async fn a_foreign_value_cannot_release_or_extend_and_the_owner_keeps_the_lock() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("foreign");
@@ -47,7 +47,7 @@ async fn a_foreign_value_cannot_release_or_extend_and_the_owner_keeps_the_lock()
 
 #[tokio::test]
 async fn release_after_expiry_is_reported_and_spares_the_new_owner() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("expiry");
@@ -77,7 +77,7 @@ async fn release_after_expiry_is_reported_and_spares_the_new_owner() {
 async fn release_deletes_every_copy_and_the_next_owner_gets_the_lock_at_once() {
     // Releasing twice cannot be written: `release` consumes the guard (see
     // the compile_fail example on `LockGuard::release`).
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(0));
     let resource = unique("twice");
@@ -106,7 +106,7 @@ async fn release_deletes_every_copy_and_the_next_owner_gets_the_lock_at_once() {
 
 #[tokio::test]
 async fn extend_after_expiry_fails_without_recreating_the_key() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("late-extend");
@@ -129,7 +129,7 @@ async fn extend_after_expiry_fails_without_recreating_the_key() {
 
 #[tokio::test]
 async fn extend_of_a_key_gone_from_a_quorum_fails_and_does_not_recreate_it() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("gone");
@@ -159,7 +159,7 @@ async fn extend_of_a_key_gone_from_a_quorum_fails_and_does_not_recreate_it() {
 
 #[tokio::test]
 async fn extend_moves_the_deadline_and_the_ttl_on_every_node() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("extend");

@@ -92,7 +92,7 @@ fn get_type(url: &str, key: &str) -> String {
 
 #[tokio::test]
 async fn the_same_owner_nests_three_holds_and_others_wait_for_the_third_release() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(2));
     nest_three_deep(&redlock, &nodes.direct_urls(), &[0, 1, 2, 3, 4]).await;
 }
@@ -108,7 +108,7 @@ async fn reentrant_holds_work_with_two_of_five_nodes_dead() {
 
 #[tokio::test]
 async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(0));
     let resource = unique("plain-first");
@@ -201,7 +201,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
 
 #[tokio::test]
 async fn an_inner_hold_with_a_short_ttl_does_not_shorten_the_outer_one() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("ttl");
@@ -239,7 +239,7 @@ async fn an_inner_hold_with_a_short_ttl_does_not_shorten_the_outer_one() {
 
 #[tokio::test]
 async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let urls = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("drop");

@@ -387,7 +387,7 @@ async fn without_reseeding_a_node_restarted_empty_stays_without_the_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_lock_reports_a_held_lock_as_not_acquired_and_never_runs_the_job() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), config().with_retry_count(1));
     let resource = unique("held");
     let holder = redlock
@@ -410,7 +410,7 @@ async fn with_lock_reports_a_held_lock_as_not_acquired_and_never_runs_the_job() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_job_releases_the_lock_and_the_panic_goes_on() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let direct = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), config());
     let resource = unique("panic");
@@ -438,7 +438,7 @@ async fn a_panicking_job_releases_the_lock_and_the_panic_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_with_lock_releases_the_lock_and_stops_extending() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let direct = nodes.direct_urls();
     let redlock = redlock(&nodes.urls(), config());
     let resource = unique("cancelled");
@@ -463,7 +463,7 @@ async fn a_cancelled_with_lock_releases_the_lock_and_stops_extending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_lock_returns_the_value_of_a_short_job_and_works_from_a_spawned_task() {
-    let nodes = Nodes::get();
+    let nodes = nodes();
     let redlock = redlock(&nodes.urls(), config());
     let resource = unique("value");
     let value = tokio::spawn(async move {

@@ -19,39 +19,14 @@ pub fn cluster(n: usize) -> LocalCluster {
 }
 
 /// Nodes for tests that need no fault injection: those of `REDLOCK_NODES`
-/// (comma-separated URLs) when set, five local nodes otherwise.
-pub enum Nodes {
-    /// Local redis-server processes, killed on drop.
-    Local(LocalCluster),
-    /// External nodes, e.g. the docker-compose ones.
-    External(Vec<String>),
-}
+/// when set, five local nodes otherwise.
+pub use redquorum::testkit::Nodes;
 
-impl Nodes {
-    pub fn get() -> Nodes {
-        match std::env::var("REDLOCK_NODES") {
-            Ok(list) if !list.trim().is_empty() => Nodes::External(
-                list.split(',')
-                    .map(|u| u.trim().to_owned())
-                    .filter(|u| !u.is_empty())
-                    .collect(),
-            ),
-            _ => Nodes::Local(cluster(5)),
-        }
-    }
-
-    pub fn urls(&self) -> Vec<String> {
-        match self {
-            Nodes::Local(c) => c.urls(),
-            Nodes::External(urls) => urls.clone(),
-        }
-    }
-
-    pub fn direct_urls(&self) -> Vec<String> {
-        match self {
-            Nodes::Local(c) => c.direct_urls(),
-            Nodes::External(urls) => urls.clone(),
-        }
+/// [`Nodes::from_env`] with five nodes, or explains what is missing.
+pub fn nodes() -> Nodes {
+    match Nodes::from_env(5) {
+        Ok(nodes) => nodes,
+        Err(e) => panic!("cannot start local Redis nodes: {e}"),
     }
 }
 
