@@ -5,7 +5,9 @@
 //! ports, each fronted by a TCP proxy whose [`ProxyMode`] can be switched at
 //! any time (latency, blackhole, connection reset). Nodes can be killed,
 //! restarted empty on the same port, paused (`SIGSTOP`) and resumed.
-//! [`FencedResource`] is a reference store that checks fencing tokens.
+//! [`FencedResource`] is a reference store that checks fencing tokens;
+//! [`Oracle`] checks from outside that a guard never claims more validity
+//! than a quorum of nodes holds its keys for.
 //!
 //! Requires `redis-server` on `PATH` (`apt-get install -y redis-server`) or
 //! `REDIS_SERVER_BIN` pointing at it. Unix only (signals).
@@ -27,6 +29,7 @@ mod fenced;
 mod history;
 mod nemesis;
 mod nodes;
+mod oracle;
 mod proxy;
 mod resp;
 mod server;
@@ -37,5 +40,6 @@ pub use fenced::{FencedResource, FencedWrite, StaleToken};
 pub use history::{Counter, History, Hold};
 pub use nemesis::{FaultKind, Nemesis, NemesisReport, SEED_ENV};
 pub use nodes::{Nodes, REDLOCK_NODES_ENV};
+pub use oracle::{KeyLife, ORACLE_TOLERANCE, Oracle, Violation, quorum_life};
 pub use proxy::ProxyMode;
 pub use server::NodeState;

@@ -1,0 +1,216 @@
+//! [`Oracle`]: checks the lock's central invariant from outside. A live
+//! guard's deadline is never later than the moment the quorum-th
+//! longest-lived copy of its key expires on the nodes.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::{LockGuard, Redlock};
+
+/// How long one read of one node may take before the node counts as
+/// unreadable (paused, say).
+const READ_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// The default slack of [`Oracle::check`]: `PTTL` is whole milliseconds.
+pub const ORACLE_TOLERANCE: Duration = Duration::from_millis(5);
+
+/// What one node says of one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyLife {
+    /// The key is gone (or the node is down: it lost its keys).
+    Gone,
+    /// The key expires after this long.
+    Expires(Duration),
+    /// The key never expires, or the node could not be read in time (it
+    /// may be paused): nothing can be said against the guard.
+    Unbounded,
+}
+
+/// An oracle's reading of a guard that broke the invariant.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    /// The resources of the guard.
+    pub resources: Vec<String>,
+    /// What the guard claimed was left.
+    pub remaining: Duration,
+    /// The quorum-th longest life of the keys (the shortest over the keys).
+    pub quorum_life: Duration,
+    /// Every node's answer, per key.
+    pub lives: Vec<Vec<KeyLife>>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "guard of {:?} claims {:?} left, but a quorum of nodes holds its keys for only {:?} \
+             (per node: {:?})",
+            self.resources, self.remaining, self.quorum_life, self.lives
+        )
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Reads `PTTL` of a guard's keys on every node, on direct connections
+/// (not through the fault proxies), and checks that the guard claims no
+/// more than a quorum of nodes still holds.
+///
+/// The keys are read first and the guard after, so the check can only be
+/// too lenient by the time the reads took, never too strict. A node that
+/// cannot be read in time counts as holding the key forever (it may be
+/// paused with the key in memory); a node that refuses the connection
+/// counts as holding nothing.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use redquorum::Redlock;
+/// use redquorum::testkit::{LocalCluster, Oracle};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let cluster = LocalCluster::start(5)?;
+/// let redlock = Redlock::new(cluster.urls())?;
+/// let oracle = Oracle::new(cluster.direct_urls(), redlock.quorum());
+/// let guard = redlock.lock("r", Duration::from_secs(5)).await?;
+/// oracle.check(&redlock, &guard).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Oracle {
+    urls: Vec<String>,
+    quorum: usize,
+    tolerance: Duration,
+}
+
+impl Oracle {
+    /// An oracle over the nodes at `direct_urls` (bypass any proxy) for
+    /// locks that need `quorum` of them.
+    #[must_use]
+    pub fn new(direct_urls: Vec<String>, quorum: usize) -> Self {
+        Oracle {
+            urls: direct_urls,
+            quorum,
+            tolerance: ORACLE_TOLERANCE,
+        }
+    }
+
+    /// Sets the slack allowed between the guard's claim and the nodes'
+    /// (default [`ORACLE_TOLERANCE`]).
+    #[must_use]
+    pub fn with_tolerance(mut self, tolerance: Duration) -> Self {
+        self.tolerance = tolerance;
+        self
+    }
+
+    /// What every node says of `key`, in node order.
+    pub async fn lives(&self, key: &str) -> Vec<KeyLife> {
+        let reads = self.urls.iter().map(|url| read_life(url, key));
+        futures::future::join_all(reads).await
+    }
+
+    /// The quorum-th longest life of `key` over the nodes.
+    pub async fn quorum_life(&self, key: &str) -> Option<Duration> {
+        quorum_life(&self.lives(key).await, self.quorum)
+    }
+
+    /// Checks `guard` (of `redlock`, which names its keys).
+    ///
+    /// # Errors
+    ///
+    /// The [`Violation`] when the guard claims more validity than a quorum
+    /// of nodes holds its keys for (plus the tolerance).
+    pub async fn check(&self, redlock: &Redlock, guard: &LockGuard) -> Result<(), Violation> {
+        let mut lives = Vec::with_capacity(guard.resources().len());
+        let mut shortest: Option<Duration> = None;
+        for resource in guard.resources() {
+            let key = redlock.lock_key(resource);
+            let key_lives = self.lives(&key).await;
+            if let Some(life) = quorum_life(&key_lives, self.quorum) {
+                shortest = Some(shortest.map_or(life, |s| s.min(life)));
+            }
+            lives.push(key_lives);
+        }
+        // Read after the nodes: the guard's claim can only have shrunk.
+        let remaining = guard.remaining();
+        let Some(quorum_life) = shortest else {
+            return Ok(());
+        };
+        if remaining > quorum_life + self.tolerance {
+            return Err(Violation {
+                resources: guard.resources().to_vec(),
+                remaining,
+                quorum_life,
+                lives,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The quorum-th longest of `lives`; `None` when that one is unbounded.
+#[must_use]
+pub fn quorum_life(lives: &[KeyLife], quorum: usize) -> Option<Duration> {
+    let mut bounded: Vec<Option<Duration>> = lives
+        .iter()
+        .map(|life| match life {
+            KeyLife::Gone => Some(Duration::ZERO),
+            KeyLife::Expires(d) => Some(*d),
+            KeyLife::Unbounded => None,
+        })
+        .collect();
+    // Longest first, unbounded (None) before everything.
+    bounded.sort_by(|a, b| match (a, b) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => y.cmp(x),
+    });
+    match quorum.checked_sub(1).and_then(|i| bounded.get(i)) {
+        Some(life) => *life,
+        None => Some(Duration::ZERO),
+    }
+}
+
+async fn read_life(url: &str, key: &str) -> KeyLife {
+    let read = async {
+        let client = redis::Client::open(url)?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PTTL")
+            .arg(key)
+            .query_async::<i64>(&mut conn)
+            .await
+    };
+    match tokio::time::timeout(READ_TIMEOUT, read).await {
+        Ok(Ok(-2)) => KeyLife::Gone,
+        Ok(Ok(ms)) if ms < 0 => KeyLife::Unbounded,
+        Ok(Ok(ms)) => KeyLife::Expires(Duration::from_millis(ms.unsigned_abs())),
+        // Refused: the node is down, its keys are gone with it.
+        Ok(Err(e)) if e.is_connection_refusal() => KeyLife::Gone,
+        Ok(Err(_)) | Err(_) => KeyLife::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_quorum_th_longest_life_counts_unreadable_nodes_as_unbounded() {
+        use KeyLife::*;
+        let lives = [
+            Expires(100 * MS),
+            Gone,
+            Expires(300 * MS),
+            Unbounded,
+            Expires(50 * MS),
+        ];
+        assert_eq!(quorum_life(&lives, 1), None);
+        assert_eq!(quorum_life(&lives, 2), Some(300 * MS));
+        assert_eq!(quorum_life(&lives, 3), Some(100 * MS));
+        assert_eq!(quorum_life(&lives, 5), Some(Duration::ZERO));
+        assert_eq!(quorum_life(&lives[..2], 3), Some(Duration::ZERO));
+    }
+}
