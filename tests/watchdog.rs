@@ -121,10 +121,6 @@ async fn a_job_running_five_ttls_inside_with_lock_keeps_the_lock_and_every_compe
 }
 
 /// How many of `urls` hold `key` at all.
-fn holders_any(urls: &[String], key: &str) -> usize {
-    urls.iter().filter(|u| get(u, key).is_some()).count()
-}
-
 /// The job was cancelled with `Error::Lost`, no earlier than the deadline
 /// and no later than one extension period after it.
 fn assert_cancelled_with_lost_in_time(

@@ -88,6 +88,11 @@ pub fn holders(urls: &[String], key: &str, value: &str) -> usize {
         .count()
 }
 
+/// How many of `urls` hold `key` with any value.
+pub fn holders_any(urls: &[String], key: &str) -> usize {
+    urls.iter().filter(|u| get(u, key).is_some()).count()
+}
+
 /// Polls `cond` every 10 ms until it holds or `limit` passes; returns whether it held.
 pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let give_up = Instant::now() + limit;
