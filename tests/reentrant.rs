@@ -268,3 +268,41 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
 }
+
+#[tokio::test]
+async fn releasing_an_inner_hold_with_a_longer_ttl_leaves_the_key_with_the_outer_holds_expiry() {
+    let nodes = nodes();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let resource = unique("inner-long");
+    let short = Duration::from_secs(2);
+    let outer = redlock
+        .lock_reentrant(&resource, "owner-a", short)
+        .await
+        .unwrap_or_else(|e| panic!("outer: {e}"));
+    let inner = redlock
+        .lock_reentrant(&resource, "owner-a", Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("inner: {e}"));
+    inner
+        .release()
+        .await
+        .unwrap_or_else(|e| panic!("inner: {e}"));
+    let pttl = |url: &String| -> i64 {
+        query(url, redis::cmd("PTTL").arg(key(&resource))).unwrap_or_else(|e| panic!("PTTL: {e}"))
+    };
+    // Every node (the slower ones a moment after the quorum) is back to
+    // the outer hold's expiry: were the outer holder to die now, the lock
+    // would be free after about 2 s, not 60 s.
+    let refitted = eventually(Duration::from_secs(5), || {
+        urls.iter()
+            .all(|u| (0..=short.as_millis() as i64).contains(&pttl(u)))
+    })
+    .await;
+    assert!(refitted, "{:?}", urls.iter().map(pttl).collect::<Vec<_>>());
+    assert!(outer.remaining() > Duration::ZERO);
+    outer
+        .release()
+        .await
+        .unwrap_or_else(|e| panic!("outer: {e}"));
+}
