@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `owner` | the owner's identity |
 //! | `count` | the number of holds on this node |
-//! | `hold:<id>` | `1`, one field per hold |
+//! | `hold:<id>` | the hold's expiry (node clock, ms), one field per hold |
 //!
 //! Each acquisition has its own hold id (the guard's value, fresh random
 //! bits), so that releasing a hold, or cleaning up after an attempt that did
@@ -19,9 +19,10 @@
 //! path that releases or extends a lock (guard, drop, cancelled attempt,
 //! background extension) treats a reentrant hold correctly.
 //!
-//! An acquisition never shortens the key's TTL (it raises it to at least
-//! the requested TTL), so taking an inner hold with a short TTL cannot cut
-//! an outer hold short.
+//! The key's TTL is always the latest expiry among its holds: taking an
+//! inner hold with a short TTL cannot cut an outer hold short, and
+//! releasing an inner hold with a long TTL does not leave its TTL behind
+//! (were the outer holder to die, the lock frees at the outer expiry).
 
 use std::sync::LazyLock;
 
@@ -35,45 +36,85 @@ use crate::scripts;
 /// lowercase hex and never contain it.
 pub(crate) const HOLD_ID_MARK: &str = "r:";
 
+/// Lua shared by the scripts: `now()`, the node's clock in milliseconds,
+/// and `refit(key, now)`, which gives `key` the TTL of the latest expiry
+/// among its holds (deleting it when every hold has expired). Each hold
+/// field stores its own expiry, so that releasing or extending one hold
+/// leaves the key exactly as long-lived as the holds that remain. The
+/// expiries are on the node's clock, as Redis's own key expiry is.
+const PRELUDE: &str = r"
+local function now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function refit(key, at)
+  local latest = 0
+  local fields = redis.call('hgetall', key)
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 5) == 'hold:' then
+      local expiry = tonumber(fields[i + 1]) or 0
+      if expiry > latest then latest = expiry end
+    end
+  end
+  if latest <= at then
+    redis.call('del', key)
+  else
+    redis.call('pexpire', key, latest - at)
+  end
+end
+";
+
+/// A script made of [`PRELUDE`] and `body`.
+fn with_prelude(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
 /// Takes the lock for an owner, or one more hold for the owner holding it.
 ///
 /// KEYS[1]: the lock key. ARGV[1]: owner, ARGV[2]: hold id, ARGV[3]: TTL in
 /// milliseconds. Returns 1 when the hold is ours (the key was free, or is
-/// held by this owner), 0 when the key holds anything else.
+/// held by this owner), 0 when the key holds anything else. The key's TTL
+/// becomes the latest expiry among its holds, so never shorter than before.
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    with_prelude(
         r"
+local at = now()
+local ttl = tonumber(ARGV[3])
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
-  redis.call('hset', KEYS[1], 'owner', ARGV[1], 'count', 1, 'hold:' .. ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[3])
+  redis.call('hset', KEYS[1], 'owner', ARGV[1], 'count', 1, 'hold:' .. ARGV[2], at + ttl)
+  redis.call('pexpire', KEYS[1], ttl)
   return 1
 end
 if kind ~= 'hash' or redis.call('hget', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-if redis.call('hsetnx', KEYS[1], 'hold:' .. ARGV[2], 1) == 1 then
+if redis.call('hsetnx', KEYS[1], 'hold:' .. ARGV[2], at + ttl) == 1 then
   redis.call('hincrby', KEYS[1], 'count', 1)
+else
+  redis.call('hset', KEYS[1], 'hold:' .. ARGV[2], at + ttl)
 end
-if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('pexpire', KEYS[1], ARGV[3])
-end
+refit(KEYS[1], at)
 return 1
 ",
     )
 });
 
-/// Removes one hold; frees the lock when it was the last.
+/// Removes one hold; frees the lock when it was the last, else gives the
+/// key the TTL of the latest expiry among the holds that remain.
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id. Returns how many keys had the
 /// hold (and lost it).
 static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    with_prelude(
         r"
+local at = now()
 local n = 0
 for i = 1, #KEYS do
   if redis.call('type', KEYS[i]).ok == 'hash'
       and redis.call('hdel', KEYS[i], 'hold:' .. ARGV[1]) == 1 then
     if redis.call('hincrby', KEYS[i], 'count', -1) <= 0 then
       redis.call('del', KEYS[i])
+    else
+      refit(KEYS[i], at)
     end
     n = n + 1
   end
@@ -83,13 +124,13 @@ return n
     )
 });
 
-/// Keeps the lock for at least the TTL, while the hold exists. Never
-/// creates a key, never shortens one.
+/// Gives the hold the TTL from now, while the hold exists; the key then
+/// lives until the latest expiry among its holds. Never creates a key.
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
 static EXTEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    with_prelude(
         r"
 for i = 1, #KEYS do
   if redis.call('type', KEYS[i]).ok ~= 'hash'
@@ -97,10 +138,10 @@ for i = 1, #KEYS do
     return 0
   end
 end
+local at = now()
 for i = 1, #KEYS do
-  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[2]) then
-    redis.call('pexpire', KEYS[i], ARGV[2])
-  end
+  redis.call('hset', KEYS[i], 'hold:' .. ARGV[1], at + tonumber(ARGV[2]))
+  refit(KEYS[i], at)
 end
 return 1
 ",
