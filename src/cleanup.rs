@@ -3,42 +3,37 @@
 
 use std::sync::Arc;
 
-use crate::quorum::{Leftover, Stragglers};
+use crate::quorum::{Gate, Leftover};
 use crate::redlock::Shared;
 
-/// Waits for the acquire calls still in flight, so that a late `SET` can
-/// never land after the release that follows it.
-pub(crate) async fn settle(stragglers: Option<Stragglers>) {
-    if let Some(stragglers) = stragglers {
-        stragglers.await;
-    }
-}
-
-/// Spawns a compare-and-delete of `keys` holding `value` on every node
-/// (after `stragglers`), if a tokio runtime is running on this thread.
-/// Without one the keys simply expire at their TTL (logged at warn level).
+/// Spawns a compare-and-delete of `keys` holding `value` on every node,
+/// each chained after the node's call that `before` gives (the calls in
+/// flight that could otherwise land after it), if a tokio runtime is
+/// running on this thread. Without one the keys simply expire at their
+/// TTL (logged at warn level). [`Redlock::shutdown`](crate::Redlock::shutdown)
+/// waits for it.
 pub(crate) fn spawn_release(
     shared: &Arc<Shared>,
     keys: &Arc<[String]>,
     value: &Arc<str>,
-    stragglers: Option<Stragglers>,
+    before: impl Future<Output = Vec<Gate>> + Send + 'static,
 ) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            let shared = Arc::clone(shared);
-            let keys = Arc::clone(keys);
-            let value = Arc::clone(value);
-            runtime.spawn(async move {
-                settle(stragglers).await;
-                shared
-                    .release_round(&keys, &value, Leftover::Finish, true)
-                    .await;
-            });
+    let task = {
+        let shared = Arc::clone(shared);
+        let keys = Arc::clone(keys);
+        let value = Arc::clone(value);
+        async move {
+            let after = before.await;
+            shared
+                .release_round(&keys, &value, (Leftover::Finish, &after), true)
+                .await;
         }
-        Err(_) => tracing::warn!(
+    };
+    if !shared.background.spawn(task) {
+        tracing::warn!(
             keys = ?keys,
             "no tokio runtime to release the lock from Drop; its keys expire at their TTL"
-        ),
+        );
     }
 }
 
@@ -48,8 +43,8 @@ pub(crate) struct ReleaseOnDrop {
     shared: Arc<Shared>,
     keys: Arc<[String]>,
     value: Arc<str>,
-    /// The attempt's acquire calls still in flight.
-    pub(crate) stragglers: Option<Stragglers>,
+    /// When the attempt's calls to each node are over.
+    pub(crate) gates: Vec<Gate>,
     armed: bool,
 }
 
@@ -59,29 +54,33 @@ impl ReleaseOnDrop {
             shared: Arc::clone(shared),
             keys: Arc::clone(keys),
             value: Arc::clone(value),
-            stragglers: None,
+            gates: Vec::new(),
             armed: true,
         }
     }
 
     /// Releases a failed attempt's keys on every node, waiting for each
-    /// (a `SET` may have landed where no answer came) after the calls still
-    /// in flight, then disarms. Announces nothing: contenders that split the
+    /// (a `SET` may have landed where no answer came), each after that
+    /// node's call of the attempt, then disarms. Announces nothing: contenders that split the
     /// vote back off for their retry delay instead of waking each other in
     /// a loop. Cancelled midway, the drop releases instead.
     pub(crate) async fn release_failed(self) {
-        settle(self.stragglers.clone()).await;
         self.shared
-            .release_round(&self.keys, &self.value, Leftover::Wait, false)
+            .release_round(
+                &self.keys,
+                &self.value,
+                (Leftover::Wait, &self.gates),
+                false,
+            )
             .await;
         self.disarm();
     }
 
-    /// The keys are accounted for: nothing to do on drop. Returns the calls
-    /// still in flight, for whoever releases the keys later.
-    pub(crate) fn disarm(mut self) -> Option<Stragglers> {
+    /// The keys are accounted for: nothing to do on drop. Returns when the
+    /// attempt's calls are over, for whoever releases the keys later.
+    pub(crate) fn disarm(mut self) -> Vec<Gate> {
         self.armed = false;
-        self.stragglers.take()
+        std::mem::take(&mut self.gates)
     }
 }
 
@@ -93,7 +92,7 @@ impl Drop for ReleaseOnDrop {
                 &self.shared,
                 &self.keys,
                 &self.value,
-                self.stragglers.take(),
+                std::future::ready(std::mem::take(&mut self.gates)),
             );
         }
     }

@@ -20,6 +20,16 @@ pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_millis(100);
 /// Default prefix of every key the library writes.
 pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 
+/// The longest TTL accepted: ten years. Redis takes far longer ones, but a
+/// lock held that long is a bug, and the bound keeps every deadline
+/// computation far from overflow. It also bounds the settings compared
+/// with TTLs: `drift_padding`, `min_validity`, `acquire_timeout`, `max_hold`.
+pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+
+/// The longest accepted `retry_delay`, `retry_jitter` and `node_timeout`:
+/// one hour. Longer pauses are almost always a unit mistake.
+pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
+
 /// Tuning for a [`Redlock`](crate::Redlock).
 ///
 /// Every field has a default; change one with its `with_*` setter and read it
@@ -31,18 +41,18 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// |---|---|---|
 /// | `quorum` | `N/2 + 1` | nodes that must agree; must be in `N/2+1 ..= N` |
 /// | `drift_factor` | `0.01` | share of the TTL reserved for clock drift, in `[0, 1)` |
-/// | `drift_padding` | `2 ms` | fixed drift allowance added to the proportional part |
-/// | `min_validity` | `0` | an acquisition must leave more validity than this |
+/// | `drift_padding` | `2 ms` | fixed drift allowance added to the proportional part; at most [`MAX_TTL`] |
+/// | `min_validity` | `0` | an acquisition must leave more validity than this; at most [`MAX_TTL`] |
 /// | `retry_count` | `10` | retries after the first attempt of `lock` |
-/// | `retry_delay` | `200 ms` | pause between attempts |
-/// | `retry_jitter` | `100 ms` | random spread (+/-) around `retry_delay` |
-/// | `acquire_timeout` | none | overall deadline for `lock`, across retries |
-/// | `node_timeout` | `100 ms` | limit on one call to one node (connect included) |
-/// | `key_prefix` | `"redquorum:"` | prefix of every key written |
+/// | `retry_delay` | `200 ms` | pause between attempts; at most [`MAX_WAIT`] |
+/// | `retry_jitter` | `100 ms` | random spread (+/-) around `retry_delay`; at most [`MAX_WAIT`] |
+/// | `acquire_timeout` | none | overall deadline for `lock`, across retries; at most [`MAX_TTL`] |
+/// | `node_timeout` | `100 ms` | limit on one call to one node (connect included); at most [`MAX_WAIT`] |
+/// | `key_prefix` | `"redquorum:"` | prefix of every key written; must not contain `lock:`, `fence:` or `released:` |
 /// | `fencing` | `false` | issue a fencing token with every acquisition |
 /// | `extend_at` | `1/3` | share of the TTL left when the watchdog extends, in `(0, 1)` |
 /// | `max_extensions` | none | at most this many watchdog extensions |
-/// | `max_hold` | none | the watchdog never extends past acquisition + this |
+/// | `max_hold` | none | the watchdog never extends past acquisition + this; at most [`MAX_TTL`] |
 /// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
 ///
@@ -517,6 +527,38 @@ impl Config {
             ));
         }
         self.watchdog.validate()?;
+        let bounded = [
+            (
+                "drift padding",
+                Some(self.drift_padding),
+                MAX_TTL,
+                "MAX_TTL",
+            ),
+            ("min validity", Some(self.min_validity), MAX_TTL, "MAX_TTL"),
+            ("retry delay", Some(self.retry_delay), MAX_WAIT, "MAX_WAIT"),
+            (
+                "retry jitter",
+                Some(self.retry_jitter),
+                MAX_WAIT,
+                "MAX_WAIT",
+            ),
+            ("acquire timeout", self.acquire_timeout, MAX_TTL, "MAX_TTL"),
+            (
+                "node timeout",
+                Some(self.node_timeout),
+                MAX_WAIT,
+                "MAX_WAIT",
+            ),
+            ("max hold", self.watchdog.max_hold, MAX_TTL, "MAX_TTL"),
+        ];
+        for (setting, value, bound, name) in bounded {
+            if let Some(value) = value.filter(|v| *v > bound) {
+                return Err(Error::Config(format!(
+                    "{setting} {value:?} is longer than {name} ({bound:?}); use a shorter one"
+                )));
+            }
+        }
+        crate::keys::check_prefix(&self.key_prefix)?;
         if self.acquire_timeout == Some(Duration::ZERO) {
             return Err(Error::Config(
                 "acquire timeout is zero: no attempt could start; use None or a positive duration"

@@ -92,17 +92,28 @@ impl Held {
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
-        // A late acquire SET must not land after this round's
-        // compare-and-pexpire (it would keep the old TTL on that node).
-        crate::cleanup::settle(self.stragglers.clone()).await;
+        // One round at a time, after the calls the last one left in flight:
+        // a late SET or PEXPIRE must not land after this round's.
+        let mut last = self.next_round().await;
+        if self.remaining().is_zero() {
+            return Err(Error::Expired);
+        }
         // Re-seeding recreates plain keys; a reentrant hold (a hash of
         // holds) is only ever extended.
         let reseed =
             shared.config.reseed_restarted_nodes() && !crate::reentrant::is_hold_id(&self.value);
         let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
         let start = Instant::now();
-        let round = shared
-            .fan_out("extend", Leftover::Finish, |node| {
+        let new_deadline = start + ttl.ttl - ttl.drift;
+        // While the round is in flight some nodes may already have the new
+        // TTL: never claim more than it allows, even if it is shorter.
+        self.status.send_if_modified(|s| {
+            let lower = new_deadline < s.deadline;
+            s.deadline = s.deadline.min(new_deadline);
+            lower
+        });
+        let mut round = shared
+            .fan_out("extend", Leftover::Finish, &last, |node| {
                 let (keys, value, millis) = (
                     Arc::clone(&self.keys),
                     Arc::clone(&self.value),
@@ -125,8 +136,8 @@ impl Held {
                 }
             })
             .await;
+        *last = std::mem::take(&mut round.gates);
         let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift);
-        let new_deadline = start + ttl.ttl - ttl.drift;
         if round.decision == Decision::Won && validity.is_some() {
             self.status.send_modify(|s| s.deadline = new_deadline);
             tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
@@ -140,10 +151,7 @@ impl Held {
             }
             return Ok(());
         }
-        // Some nodes may have applied the new TTL: never trust a later
-        // deadline than either TTL allows.
-        self.status
-            .send_modify(|s| s.deadline = s.deadline.min(new_deadline));
+        // The deadline stays at the earlier of the old and the new one.
         if round.refused() > shared.nodes.len() - shared.quorum {
             self.mark_lost();
             tracing::debug!(resource = self.resource(), "extend found the lock gone");

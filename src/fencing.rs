@@ -85,11 +85,7 @@ return 1
     )
 });
 
-/// The counter key of `resource`. Lock keys are `{prefix}lock:{resource}`,
-/// so no resource name can make a counter key equal a lock key.
-pub(crate) fn counter_key(prefix: &str, resource: &str) -> String {
-    format!("{prefix}fence:{resource}")
-}
+use crate::keys::counter_key;
 
 /// Phase 1 on one node: `Some(counters)` when the keys are now ours.
 async fn acquire(
@@ -155,7 +151,7 @@ pub(crate) async fn attempt(
         "acquire",
         &shared.nodes,
         shared.quorum,
-        Leftover::Finish,
+        (Leftover::Finish, shared.chain(&[])),
         |node| {
             let (all_keys, value, millis) = (
                 Arc::clone(&all_keys),
@@ -167,7 +163,7 @@ pub(crate) async fn attempt(
         Option::is_some,
     )
     .await;
-    pending.stragglers = round.stragglers.take();
+    pending.gates = std::mem::take(&mut round.gates);
     let mut reports = round.reports(&shared.nodes);
     let mut validity_exhausted = false;
     let tokens = match round.decision {
@@ -180,17 +176,19 @@ pub(crate) async fn attempt(
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
         // writes nothing.
-        let written = shared
-            .fan_out("fence", Leftover::Finish, |node| {
+        let mut written = shared
+            .fan_out("fence", Leftover::Finish, &pending.gates, |node| {
                 let (all_keys, value, args) =
                     (Arc::clone(&all_keys), Arc::clone(&value), Arc::clone(&args));
                 async move { write_back(&node, &all_keys, &value, &args).await }
             })
             .await;
+        // The write-back calls follow phase 1's on each node.
+        pending.gates = std::mem::take(&mut written.gates);
         let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift)
             .filter(|v| *v > shared.config.min_validity());
         if written.decision == Decision::Won && validity.is_some() {
-            let stragglers = pending.disarm();
+            let gates = pending.disarm();
             tracing::debug!(resource = %resources[0], ?validity, ?tokens, "fenced lock acquired");
             let held = Held::acquired(
                 resources,
@@ -199,7 +197,7 @@ pub(crate) async fn attempt(
                 Some(tokens.into()),
                 ttl,
                 start,
-                stragglers,
+                gates,
             );
             return Ok(LockGuard::new(Arc::clone(shared), held));
         }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::cleanup;
 use crate::error::{Error, Result};
-use crate::quorum::{Decision, Leftover, Stragglers};
+use crate::quorum::{Decision, Gate, Leftover};
 use crate::redlock::Shared;
 use crate::request::Ttl;
 use crate::watchdog::Watchdog;
@@ -31,8 +31,10 @@ pub(crate) struct Held {
     /// One fencing token per resource, in the order of `resources`.
     pub(crate) tokens: Option<Arc<[u64]>>,
     pub(crate) status: watch::Sender<Status>,
-    /// Acquire calls still in flight: awaited before releasing.
-    pub(crate) stragglers: Option<Stragglers>,
+    /// Per node, when the latest round's call (the acquisition's or the
+    /// last extension's) is over, behind the lock that serialises extension
+    /// rounds and the release: see [`Held::next_round`].
+    rounds: tokio::sync::Mutex<Vec<Gate>>,
     /// The TTL the lock was acquired with: the watchdog extends to it.
     pub(crate) ttl: Ttl,
     /// When the acquisition started (limits the watchdog's `max_hold`).
@@ -49,7 +51,7 @@ impl Held {
         tokens: Option<Arc<[u64]>>,
         ttl: &Ttl,
         start: Instant,
-        stragglers: Option<Stragglers>,
+        gates: Vec<Gate>,
     ) -> Self {
         let (status, _) = watch::channel(Status {
             deadline: start + ttl.ttl - ttl.drift,
@@ -62,7 +64,7 @@ impl Held {
             token: tokens.as_ref().and_then(|t| t.first().copied()),
             tokens,
             status,
-            stragglers,
+            rounds: tokio::sync::Mutex::new(gates),
             ttl: ttl.clone(),
             acquired_at: start,
         }
@@ -74,6 +76,21 @@ impl Held {
 
     pub(crate) fn mark_lost(&self) {
         self.status.send_modify(|s| s.lost = true);
+    }
+
+    /// Waits for the end of any other extension round of this lock and
+    /// returns the lock that keeps the next one from starting until this
+    /// one is done, holding the latest round's gates: chain the new round
+    /// after them ([`Chain::after`](crate::quorum::Chain)) and store its own.
+    /// So rounds reach each node in the order they start: no late `SET` or
+    /// `PEXPIRE` (nor its re-send after `NOSCRIPT`) lands after a newer one,
+    /// and the deadline is always that of the round the nodes applied last.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the gates stay recorded until a round replaces them.
+    pub(crate) async fn next_round(&self) -> tokio::sync::MutexGuard<'_, Vec<Gate>> {
+        self.rounds.lock().await
     }
 }
 
@@ -352,11 +369,17 @@ impl LockGuard {
         self.watchdog = None;
         let expired = self.is_expired();
         self.held.mark_lost();
-        cleanup::settle(self.held.stragglers.clone()).await;
+        let last = self.held.next_round().await;
         let round = self
             .shared
-            .release_round(&self.held.keys, &self.held.value, Leftover::Finish, true)
+            .release_round(
+                &self.held.keys,
+                &self.held.value,
+                (Leftover::Finish, &last),
+                true,
+            )
             .await;
+        drop(last);
         // Only now: if this future is dropped before, `Drop` releases.
         self.released = true;
         tracing::debug!(resource = self.resource(), ?round.decision, expired, "lock released");
@@ -372,11 +395,15 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
             self.held.mark_lost();
-            let mut stragglers = self.held.stragglers.clone();
-            if let Some(watchdog) = self.watchdog.take() {
-                stragglers = watchdog.abort(stragglers);
-            }
-            cleanup::spawn_release(&self.shared, &self.held.keys, &self.held.value, stragglers);
+            let watchdog = self.watchdog.take().map(Watchdog::abort);
+            let held = Arc::clone(&self.held);
+            let before = async move {
+                if let Some(stopped) = watchdog {
+                    stopped.await;
+                }
+                held.next_round().await.clone()
+            };
+            cleanup::spawn_release(&self.shared, &self.held.keys, &self.held.value, before);
         }
     }
 }

@@ -106,6 +106,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod background;
 mod check;
 mod cleanup;
 mod config;
@@ -114,6 +115,7 @@ mod extend;
 mod fencing;
 mod guard;
 mod handoff;
+mod keys;
 mod node;
 mod quorum;
 mod redlock;
@@ -130,10 +132,9 @@ pub mod testkit;
 pub use check::{NodeCheck, NodeProblem};
 pub use config::{
     Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT,
-    DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER,
+    DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use guard::LockGuard;
 pub use redlock::Redlock;
-pub use request::MAX_TTL;
 pub use watchdog::DEFAULT_EXTEND_AT;

@@ -36,6 +36,9 @@ pub(crate) type NodeResult<T> = std::result::Result<T, NodeError>;
 pub(crate) struct Node {
     /// Address (and database when not 0), never credentials: for messages.
     name: String,
+    /// The server's address alone, normalised: two nodes with the same one
+    /// are one server, whatever their databases or credentials.
+    server: String,
     client: Client,
     /// Opened on first use, inside the caller's runtime, so that
     /// construction does no I/O and needs no runtime.
@@ -62,10 +65,12 @@ impl Node {
             )));
         }
         let name = display_name(&info);
+        let server = server_of(info.addr());
         let client =
             Client::open(info).map_err(|e| Error::Config(format!("node {index} ({name}): {e}")))?;
         Ok(Node {
             name,
+            server,
             client,
             conn: OnceLock::new(),
             timeout,
@@ -75,6 +80,16 @@ impl Node {
     /// The node's address without credentials.
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The server's normalised address (no database, no credentials).
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The limit on one call to this node.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The client, for connections of other kinds (pub/sub).
@@ -184,6 +199,17 @@ impl Node {
         let script = reentrant::extend_script(value);
         let extended: i64 = self.script(script, keys, &[value, ttl_ms]).await?;
         Ok(extended == 1)
+    }
+}
+
+/// `host:port` with the host in lower case (TLS or not), or the socket path.
+fn server_of(addr: &redis::ConnectionAddr) -> String {
+    match addr {
+        redis::ConnectionAddr::Tcp(host, port)
+        | redis::ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{}:{port}", host.to_ascii_lowercase())
+        }
+        other => other.to_string(),
     }
 }
 

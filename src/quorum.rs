@@ -7,13 +7,28 @@ use std::time::Duration;
 use futures::future::{BoxFuture, Shared};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use tokio::sync::oneshot;
 
-/// Completes once the calls a round left in flight have all answered or
-/// timed out. Cheap to clone: whoever releases the keys awaits it first.
-pub(crate) type Stragglers = Shared<BoxFuture<'static, ()>>;
-
+use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
-use crate::node::{Node, NodeResult};
+use crate::node::{Node, NodeError, NodeResult};
+
+/// Completes once one node's call of a round is over: answered, failed,
+/// timed out, or dropped unsent. Cheap to clone.
+pub(crate) type Gate = Shared<BoxFuture<'static, ()>>;
+
+/// Where a round fits among the rounds of one lock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Chain<'a> {
+    /// Per node, in node order, the previous round's call: this round's
+    /// call to that node is sent only once it is over, so that calls reach
+    /// each node in the order their rounds started (a late `SET`, or the
+    /// re-send of a script after `NOSCRIPT`, never lands after a newer
+    /// call), while the other nodes go ahead. Empty: nothing to wait for.
+    pub(crate) after: &'a [Gate],
+    /// Owns the calls a round leaves in flight ([`Leftover::Finish`]).
+    pub(crate) background: &'a Background,
+}
 
 /// The clock-drift allowance for `ttl`: `ttl * factor + padding`.
 ///
@@ -102,14 +117,14 @@ pub(crate) enum Leftover {
     /// never will.
     #[allow(dead_code)]
     Drop,
-    /// Drive them to completion in a spawned task, whose handle the round
-    /// returns in [`Round::stragglers`]. Used for acquire: the lock then
-    /// lands on slow nodes too (a lock on just a quorum is one node failure
-    /// from lost), and whoever releases first awaits the handle, so a late
-    /// `SET` can never overtake the release that follows it. Used for
-    /// release and extend too, whose compare-and-set scripts are harmless
-    /// whenever they land (and a script reloaded after `NOSCRIPT` still gets
-    /// its second call).
+    /// Drive them to completion in a background task; [`Round::gates`]
+    /// tells when each is over. Used for acquire: the lock then lands on
+    /// slow nodes too (a lock on just a quorum is one node failure from
+    /// lost), and the release that follows is chained after each node's
+    /// call, so a late `SET` can never overtake it. Used for release and
+    /// extend too, whose compare-and-set scripts are harmless whenever they
+    /// land (and a script reloaded after `NOSCRIPT` still gets its second
+    /// call).
     Finish,
     /// Wait for every node before returning (each call is bounded by the
     /// node timeout). Used for the clean-up after a failed attempt.
@@ -121,8 +136,9 @@ pub(crate) enum Leftover {
 pub(crate) struct Round {
     pub(crate) decision: Decision,
     pub(crate) outcomes: Vec<NodeOutcome>,
-    /// The task finishing the calls still in flight ([`Leftover::Finish`]).
-    pub(crate) stragglers: Option<Stragglers>,
+    /// Per node, when this round's call to it is over: the next round of
+    /// the same lock is chained after these ([`Chain::after`]).
+    pub(crate) gates: Vec<Gate>,
 }
 
 impl Round {
@@ -156,15 +172,18 @@ pub(crate) async fn fan_out<F, Fut>(
     nodes: &[Arc<Node>],
     quorum: usize,
     leftover: Leftover,
+    chain: Chain<'_>,
     call: F,
 ) -> Round
 where
     F: FnMut(Arc<Node>) -> Fut,
     Fut: Future<Output = NodeResult<bool>> + Send + 'static,
 {
-    fan_out_values(op, nodes, quorum, leftover, call, |granted| *granted)
-        .await
-        .0
+    fan_out_values(op, nodes, quorum, (leftover, chain), call, |granted| {
+        *granted
+    })
+    .await
+    .0
 }
 
 /// [`fan_out`] for calls that answer with a value: `granted` says which
@@ -178,7 +197,7 @@ pub(crate) async fn fan_out_values<T, F, Fut>(
     op: &'static str,
     nodes: &[Arc<Node>],
     quorum: usize,
-    leftover: Leftover,
+    (leftover, chain): (Leftover, Chain<'_>),
     mut call: F,
     granted: fn(&T) -> bool,
 ) -> (Round, Vec<Option<T>>)
@@ -187,12 +206,28 @@ where
     F: FnMut(Arc<Node>) -> Fut,
     Fut: Future<Output = NodeResult<T>> + Send + 'static,
 {
+    let mut gates = Vec::with_capacity(nodes.len());
     let mut pending: FuturesUnordered<_> = nodes
         .iter()
         .enumerate()
         .map(|(index, node)| {
             let answer = call(Arc::clone(node));
-            async move { (index, answer.await) }
+            let before = chain.after.get(index).cloned();
+            let timeout = node.timeout();
+            let (done, over) = oneshot::channel::<()>();
+            gates.push(over.map(|_| ()).boxed().shared());
+            async move {
+                // Dropped when this call is over, or dropped unsent.
+                let _done = done;
+                if let Some(before) = before {
+                    // Within this call's own time limit: a node still busy
+                    // with the previous call just counts as timed out.
+                    if tokio::time::timeout(timeout, before).await.is_err() {
+                        return (index, Err(NodeError::TimedOut));
+                    }
+                }
+                (index, answer.await)
+            }
         })
         .collect();
     let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
@@ -219,23 +254,18 @@ where
         decision = tally.record(outcome.is_success());
         outcomes[index] = outcome;
     }
-    let mut stragglers = None;
     match leftover {
         Leftover::Drop => drop(pending),
         Leftover::Wait => while pending.next().await.is_some() {},
         Leftover::Finish if !pending.is_empty() => {
             // fan_out runs inside a runtime (it awaits tokio timers), so
-            // spawning cannot fail here.
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let task = runtime.spawn(async move {
-                    while let Some((index, answer)) = pending.next().await {
-                        tracing::debug!(op, index, ok = answer.is_ok(), "late node answer");
-                    }
-                });
-                // An error means the task was cancelled (runtime shutting
-                // down): nothing is in flight any more either way.
-                stragglers = Some(task.map(|_| ()).boxed().shared());
-            }
+            // this spawns; were it not to, the calls are dropped, which
+            // opens their gates.
+            chain.background.spawn(async move {
+                while let Some((index, answer)) = pending.next().await {
+                    tracing::debug!(op, index, ok = answer.is_ok(), "late node answer");
+                }
+            });
         }
         Leftover::Finish => {}
     }
@@ -244,7 +274,7 @@ where
         // of zero nodes, which validation rules out. Losing is the safe reading.
         decision: decision.unwrap_or(Decision::Lost),
         outcomes,
-        stragglers,
+        gates,
     };
     (round, values)
 }

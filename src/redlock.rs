@@ -6,12 +6,13 @@ use std::time::Duration;
 use redis::IntoConnectionInfo;
 use tokio::time::Instant;
 
+use crate::background::Background;
 use crate::cleanup::ReleaseOnDrop;
 use crate::config::Config;
 use crate::error::{Attempts, Error, NodeReport, Result};
 use crate::guard::{Held, LockGuard};
 use crate::node::{Node, NodeResult};
-use crate::quorum::{self, Decision, Leftover, Round};
+use crate::quorum::{self, Chain, Decision, Gate, Leftover, Round};
 use crate::request::{self, Ttl};
 use crate::{fencing, reentrant, value};
 
@@ -24,31 +25,44 @@ pub(crate) struct Shared {
     pub(crate) checked: std::sync::atomic::AtomicBool,
     /// Release notifications for waiters in `lock()`.
     pub(crate) handoff: crate::handoff::Handoff,
+    /// Releases and calls in flight left running in the background.
+    pub(crate) background: Background,
 }
 
 impl Shared {
     /// One round of `call` on every node, decided by this lock's quorum.
+    /// Each node's call is sent once that node's call in `after` is over.
     pub(crate) async fn fan_out<F, Fut>(
         &self,
         op: &'static str,
         leftover: Leftover,
+        after: &[Gate],
         call: F,
     ) -> Round
     where
         F: FnMut(Arc<Node>) -> Fut,
         Fut: Future<Output = NodeResult<bool>> + Send + 'static,
     {
-        quorum::fan_out(op, &self.nodes, self.quorum, leftover, call).await
+        let chain = self.chain(after);
+        quorum::fan_out(op, &self.nodes, self.quorum, leftover, chain, call).await
+    }
+
+    /// A round chained after `after` whose leftovers run in the background.
+    pub(crate) fn chain<'a>(&'a self, after: &'a [Gate]) -> Chain<'a> {
+        Chain {
+            after,
+            background: &self.background,
+        }
     }
 
     /// Compare-and-delete of `keys` holding `value` on every node; with
     /// `notify` (and release notifications on), each deleted key is
-    /// announced to the waiters of its resource.
+    /// announced to the waiters of its resource. Chained after `after`.
     pub(crate) async fn release_round(
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
-        leftover: Leftover,
+        (leftover, after): (Leftover, &[Gate]),
         notify: bool,
     ) -> Round {
         let channels: Arc<[String]> = if notify && self.config.release_notifications() {
@@ -59,7 +73,7 @@ impl Shared {
         } else {
             Arc::new([])
         };
-        self.fan_out("release", leftover, |node| {
+        self.fan_out("release", leftover, after, |node| {
             let (keys, value, channels) =
                 (Arc::clone(keys), Arc::clone(value), Arc::clone(&channels));
             async move { node.release(&keys, &value, &channels).await }
@@ -69,7 +83,7 @@ impl Shared {
 
     /// The key of `resource`'s lock.
     fn lock_key(&self, resource: &str) -> String {
-        format!("{}lock:{resource}", self.config.key_prefix())
+        crate::keys::lock_key(self.config.key_prefix(), resource)
     }
 }
 
@@ -171,13 +185,14 @@ impl Redlock {
         I::Item: IntoConnectionInfo,
     {
         let mut parsed: Vec<Arc<Node>> = Vec::new();
+        let mut servers = std::collections::HashMap::new();
         for (index, info) in nodes.into_iter().enumerate() {
             let node = Node::new(index, info, config.node_timeout())?;
-            if let Some(first) = parsed.iter().position(|n| n.name() == node.name()) {
+            if let Some(first) = servers.insert(node.server().to_owned(), index) {
                 return Err(Error::Config(format!(
-                    "nodes {first} and {index} are the same server ({}): each vote must come \
-                     from an independent Redis master",
-                    node.name()
+                    "nodes {first} and {index} are the same server ({}), whatever their \
+                     databases: each vote must come from an independent Redis master",
+                    node.server()
                 )));
             }
             parsed.push(Arc::new(node));
@@ -200,6 +215,7 @@ impl Redlock {
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
                 handoff,
+                background: Background::default(),
             }),
         })
     }
@@ -489,6 +505,35 @@ impl Redlock {
         crate::check::report(&self.shared).await
     }
 
+    /// Waits until every release and clean-up this `Redlock` (and its
+    /// clones) runs in the background has finished: the releases of guards
+    /// dropped without [`LockGuard::release`], of cancelled `lock()` calls,
+    /// and the calls to slow nodes still in flight after a round was
+    /// decided. Each of them is bounded by the node timeout (twice it for a
+    /// call chained behind a node's previous call). The `Redlock` stays
+    /// usable; work started meanwhile is waited for too. Live guards, their
+    /// watchdogs and waiting `lock()` calls are not waited for.
+    ///
+    /// Call it before the runtime ends (the end of `#[tokio::main]`, a
+    /// sync wrapper's `block_on`): a runtime that shuts down drops the
+    /// spawned releases, and the keys they would have deleted then block
+    /// the resource until their TTL.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock("job", std::time::Duration::from_secs(30)).await?;
+    /// drop(guard); // released in a background task...
+    /// redlock.shutdown().await; // ...which has finished now
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub async fn shutdown(&self) {
+        self.shared.background.idle().await;
+    }
+
     async fn acquire(&self, resources: &[&str], ttl: Duration, retries: u32) -> Result<LockGuard> {
         self.acquire_as(resources, ttl, retries, None).await
     }
@@ -506,12 +551,7 @@ impl Redlock {
             reentrant::check_owner(owner)?;
         }
         let ttl = Ttl::new(ttl, &self.shared.config)?;
-        let mut names: Vec<String> = Vec::with_capacity(resources.len());
-        for resource in resources {
-            if !names.iter().any(|n| n == resource) {
-                names.push((*resource).to_owned());
-            }
-        }
+        let names = request::unique_names(resources);
         let keys: Arc<[String]> = names.iter().map(|r| self.shared.lock_key(r)).collect();
         let resources: Arc<[String]> = names.into();
         let config = &self.shared.config;
@@ -599,7 +639,7 @@ impl Redlock {
         let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
         let start = Instant::now();
         let mut round = shared
-            .fan_out("acquire", Leftover::Finish, |node| {
+            .fan_out("acquire", Leftover::Finish, &[], |node| {
                 let (keys, value, millis) = (
                     Arc::clone(keys),
                     Arc::clone(&value),
@@ -616,14 +656,14 @@ impl Redlock {
                 }
             })
             .await;
-        pending.stragglers = round.stragglers.take();
+        pending.gates = std::mem::take(&mut round.gates);
         let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift)
             .filter(|v| *v > shared.config.min_validity());
         if round.decision == Decision::Won {
             if let Some(validity) = validity {
-                let stragglers = pending.disarm();
+                let gates = pending.disarm();
                 tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
-                let held = Held::acquired(resources, keys, value, None, ttl, start, stragglers);
+                let held = Held::acquired(resources, keys, value, None, ttl, start, gates);
                 return Ok(LockGuard::new(Arc::clone(shared), held));
             }
         }

@@ -3,14 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{Config, MAX_TTL};
 use crate::error::{Error, Result};
 use crate::quorum;
-
-/// The longest TTL accepted: ten years. Redis takes far longer ones, but a
-/// lock held that long is a bug, and the bound keeps every deadline
-/// computation far from overflow.
-pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 
 /// A TTL checked against the config: whole milliseconds (what `PX` takes)
 /// and its drift allowance.
@@ -54,6 +49,17 @@ impl Ttl {
             drift,
         })
     }
+}
+
+/// `resources` without repeats, in the order of their first appearance.
+/// Linear: a hash set of the names seen.
+pub(crate) fn unique_names(resources: &[&str]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(resources.len());
+    resources
+        .iter()
+        .filter(|r| seen.insert(**r))
+        .map(|r| (*r).to_owned())
+        .collect()
 }
 
 /// Checks resource names: at least one, none empty.
@@ -117,6 +123,12 @@ mod tests {
         assert_eq!(ttl.ttl, 1500 * MS);
         assert_eq!(&*ttl.millis, "1500");
         assert_eq!(ttl.drift, 17 * MS);
+    }
+
+    #[test]
+    fn repeated_names_count_once_in_the_order_first_given() {
+        assert_eq!(unique_names(&["b", "a", "b", "c", "a"]), ["b", "a", "c"]);
+        assert!(unique_names(&[]).is_empty());
     }
 
     #[test]

@@ -11,13 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::guard::Held;
-use crate::quorum::{self, Stragglers};
+use crate::quorum;
 use crate::redlock::Shared;
 
 /// Default share of the TTL still left when the watchdog extends the lock.
@@ -117,19 +116,15 @@ impl Watchdog {
         let _ = (&mut self.task).await;
     }
 
-    /// Stops the watchdog without waiting (for `Drop`); returns `stragglers`
-    /// extended to also wait for the task to be gone.
-    pub(crate) fn abort(self, stragglers: Option<Stragglers>) -> Option<Stragglers> {
+    /// Stops the watchdog without waiting (for `Drop`); the future returned
+    /// completes once the task is gone.
+    pub(crate) fn abort(self) -> impl Future<Output = ()> + Send + 'static {
         self.task.abort();
         let task = self.task;
-        Some(
-            async move {
-                crate::cleanup::settle(stragglers).await;
-                let _ = task.await;
-            }
-            .boxed()
-            .shared(),
-        )
+        async move {
+            // Err: cancelled, which is what was asked for.
+            let _ = task.await;
+        }
     }
 }
 

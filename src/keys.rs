@@ -1,0 +1,108 @@
+//! The key schema: every key and channel the library uses on a node is
+//! `{prefix}{kind}:{resource}`, with the kinds below. No key of one
+//! `(prefix, kind, resource)` can equal a key of another, because no kind
+//! ends another kind and a prefix may not contain any `{kind}:`. (Two keys
+//! equal means one prefix extends the other by a run that starts the
+//! shorter key's `{kind}:`; that run either contains a whole `{kind}:` or
+//! leaves a tail of one kind that starts another.)
+
+use crate::error::{Error, Result};
+
+/// The kind of a lock key.
+pub(crate) const LOCK: &str = "lock:";
+/// The kind of a fencing counter.
+pub(crate) const FENCE: &str = "fence:";
+/// The kind of a release-notification channel.
+pub(crate) const RELEASED: &str = "released:";
+
+/// Every kind; none ends another.
+pub(crate) const KINDS: [&str; 3] = [LOCK, FENCE, RELEASED];
+
+/// The key of `resource`'s lock.
+pub(crate) fn lock_key(prefix: &str, resource: &str) -> String {
+    format!("{prefix}{LOCK}{resource}")
+}
+
+/// The key of `resource`'s fencing counter.
+pub(crate) fn counter_key(prefix: &str, resource: &str) -> String {
+    format!("{prefix}{FENCE}{resource}")
+}
+
+/// Checks a key prefix: it must not contain any `{kind}:`.
+pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
+    match KINDS.iter().find(|kind| prefix.contains(**kind)) {
+        Some(kind) => Err(Error::Config(format!(
+            "key prefix {prefix:?} contains {kind:?}, so its keys could equal keys of another \
+             prefix (a lock key equal to a fencing counter, say); use a prefix without \
+             \"lock:\", \"fence:\" or \"released:\", e.g. \"myapp:\""
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn no_kind_ends_another_or_holds_a_colon_before_its_end() {
+        for a in KINDS {
+            assert_eq!(a.find(':'), Some(a.len() - 1), "{a}");
+            for b in KINDS {
+                let (a, b) = (&a[..a.len() - 1], &b[..b.len() - 1]);
+                assert!(a == b || !a.ends_with(b), "{a} ends with {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_prefix_is_accepted_and_kind_bearing_ones_are_not() {
+        assert!(check_prefix(crate::config::DEFAULT_KEY_PREFIX).is_ok());
+        assert!(check_prefix("").is_ok());
+        assert!(check_prefix("app:lockers:").is_ok());
+        for bad in ["X:fence:", "lock:", "a:released:b"] {
+            assert!(check_prefix(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Strings built from pieces that make collisions likely.
+    fn tricky() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "lock:",
+            "fence:",
+            "released:",
+            "lock",
+            "fence",
+            ":",
+            "l",
+            "e",
+            "x",
+            "ck:",
+            "d:",
+        ]);
+        prop::collection::vec(piece, 0..5).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn keys_of_valid_prefixes_never_collide_across_prefix_kind_or_resource(
+            p1 in tricky(), p2 in tricky(), r1 in tricky(), r2 in tricky(),
+            k1 in 0..KINDS.len(), k2 in 0..KINDS.len(),
+        ) {
+            prop_assume!(check_prefix(&p1).is_ok() && check_prefix(&p2).is_ok());
+            prop_assume!(!r1.is_empty() && !r2.is_empty());
+            let a = format!("{p1}{}{r1}", KINDS[k1]);
+            let b = format!("{p2}{}{r2}", KINDS[k2]);
+            if a == b {
+                prop_assert_eq!((&p1, k1, &r1), (&p2, k2, &r2));
+            }
+        }
+
+        #[test]
+        fn the_check_rejects_exactly_the_prefixes_that_contain_a_kind(p in tricky()) {
+            let contains = KINDS.iter().any(|k| p.contains(k));
+            prop_assert_eq!(check_prefix(&p).is_err(), contains);
+        }
+    }
+}
