@@ -578,3 +578,60 @@ fn sigint_while_waiting_for_the_lock_gives_up_with_130_and_leaves_the_holder_alo
     finish(&mut holder);
     assert_eq!(wait(&mut holder, HANG).code(), Some(0));
 }
+
+#[test]
+fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-reentrant");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => panic!("runtime: {e}"),
+    };
+    let redlock = common::redlock(&nodes.urls(), common::fast_config());
+    let ttl = Duration::from_secs(30);
+    let holds = runtime.block_on(async {
+        let mut holds = Vec::new();
+        for _ in 0..2 {
+            match redlock.lock_reentrant(&resource, "job-17", ttl).await {
+                Ok(guard) => holds.push(guard),
+                Err(e) => panic!("reentrant hold: {e}"),
+            }
+        }
+        holds
+    });
+    // A lock is granted at quorum; wait for the slower nodes to have both holds.
+    let lock_key = redlock.lock_key(&resource);
+    let both_everywhere = || {
+        nodes.direct_urls().iter().all(|url| {
+            common::query::<Option<String>>(url, redis::cmd("HGET").arg(&lock_key).arg("count"))
+                .ok()
+                .flatten()
+                .as_deref()
+                == Some("2")
+        })
+    };
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while !both_everywhere() && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let rows = out
+        .lines()
+        .filter(|l| l.contains(" yes ") && l.contains("job-17") && l.contains("2 holds"))
+        .count();
+    assert_eq!(rows, 5, "{out}");
+    assert!(out.contains("held by owner job-17"), "{out}");
+    assert!(!out.contains("unreachable"), "{out}");
+
+    runtime.block_on(async {
+        for hold in holds {
+            if let Err(e) = hold.release().await {
+                panic!("release: {e}");
+            }
+        }
+    });
+}
