@@ -76,7 +76,8 @@ Example:
     Run(RunArgs),
     /// Check every node: reachable, master, authenticated, not evicting keys, latency.
     Check,
-    /// Show which nodes hold a resource's lock and the TTL left on each.
+    /// Show which nodes hold a resource's lock and the TTL left on each
+    /// (for a reentrant lock: its owner and number of holds).
     Status(StatusArgs),
 }
 
