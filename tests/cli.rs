@@ -131,6 +131,30 @@ impl Drop for Marker {
     }
 }
 
+/// The state letter of process `pid` in `/proc/<pid>/stat` (`S`, `R`, `T`,
+/// `Z`...), or `None` once it is gone.
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain anything.
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.trim_start().chars().next()
+}
+
+/// True while `pid` exists and is not a zombie (a zombie has ended; only
+/// its exit status is left for its parent to collect).
+fn running(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|state| state != 'Z')
+}
+
+/// Ends a process this test started (through redquorum) if it still runs.
+fn end_leftover(pid: u32) {
+    if running(pid) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+}
+
 fn run_args(command: &mut Command, resource: &str, extra: &[&str], cmd: &[&str]) {
     command
         .args(["run", "--resource", resource])
@@ -634,4 +658,39 @@ fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
             }
         }
     });
+}
+
+#[test]
+fn a_grandchild_that_ignores_sigterm_is_killed_when_the_lock_is_lost() {
+    let nodes = cluster(3);
+    let mut command = redquorum_with_timeout(&nodes.urls(), "300ms");
+    // The command's shell dies of SIGTERM at once; the process it started
+    // ignores SIGTERM and would go on working without the lock.
+    let script = r#"sh -c 'trap "" TERM; echo $$; exec sleep 30 >/dev/null 2>&1' & wait"#;
+    run_args(
+        &mut command,
+        &unique("cli-grandchild"),
+        &["--ttl", "1s", "--grace", "500ms"],
+        &["sh", "-c", script],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let grandchild: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("grandchild pid {line:?}: {}", stderr(&mut child)));
+    for i in 0..2 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let status = wait(&mut child, HANG);
+    let survived = running(grandchild);
+    end_leftover(grandchild);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(
+        !survived,
+        "the grandchild {grandchild} still ran after redquorum exited: {err}"
+    );
+    assert!(err.contains("SIGKILL"), "{err}");
 }
