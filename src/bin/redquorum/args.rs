@@ -66,8 +66,10 @@ CMD gets these environment variables:
   REDQUORUM_VALID_MS       validity left when CMD started, in milliseconds
   REDQUORUM_FENCING_TOKEN  the fencing token (with --fencing)
 
-If the lock is lost while CMD runs, CMD's process group gets SIGTERM, then
-SIGKILL after --grace, and redquorum exits 79. SIGINT, SIGTERM, SIGHUP,
+If the lock is lost while CMD runs, CMD's process group gets SIGTERM; when
+--grace is over, the whole group gets SIGKILL if any process of it is left,
+even if CMD itself has exited. redquorum then exits 79 and says how CMD
+ended and whether processes had to be killed. SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to redquorum are passed on to CMD.
 CMD runs in its own process group: it should not read from the terminal.
 
@@ -104,7 +106,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fencing: bool,
 
-    /// After SIGTERM on lock loss, how long CMD has before SIGKILL.
+    /// After SIGTERM on lock loss, how long CMD's process group has before SIGKILL.
     #[arg(long, default_value = "5s", value_parser = duration::parse, value_name = "DURATION")]
     pub grace: Duration,
 

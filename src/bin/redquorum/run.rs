@@ -12,6 +12,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::Instant;
 
 use crate::args::RunArgs;
+use crate::group::{self, Group};
 use crate::{
     EX_CONFIG, EX_SOFTWARE, EX_TEMPFAIL, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND,
 };
@@ -53,17 +54,6 @@ impl Signals {
             })
         });
         futures::future::select_all(waits).await.0
-    }
-}
-
-/// Sends `signo` to the command's process group.
-fn signal_group(pgid: Option<u32>, signo: i32) {
-    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
-        // names the process group the command leads (made with setpgid).
-        unsafe {
-            libc::kill(-pgid, signo);
-        }
     }
 }
 
@@ -196,7 +186,7 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             return Err(exit);
         }
     };
-    let pgid = child.id();
+    let group = Group::led_by(&child);
     // The library's watchdog extends the lock when a third of the TTL is
     // left and retries failed extensions while validity remains.
     guard.auto_extend();
@@ -204,7 +194,11 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
         tokio::select! {
             status = child.wait() => break End::Exited(status),
             () = guard.lost() => break End::Lost,
-            signo = signals.recv() => signal_group(pgid, signo),
+            signo = signals.recv() => {
+                if let Some(group) = group {
+                    group.signal(signo);
+                }
+            }
         }
     };
     match end {
@@ -222,15 +216,7 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             Ok(Exit::code(status_code(status)))
         }
         End::Lost => {
-            signal_group(pgid, libc::SIGTERM);
-            let waited = tokio::time::timeout(args.grace, child.wait()).await;
-            let how = if waited.is_ok() {
-                "it was stopped with SIGTERM".to_owned()
-            } else {
-                signal_group(pgid, libc::SIGKILL);
-                let _ = child.wait().await;
-                format!("it was killed with SIGKILL after {:?}", args.grace)
-            };
+            let how = group::end_after_loss(&mut child, group, args.grace).await;
             drop(guard.release().await);
             Err(Exit::error(
                 LOCK_LOST,
