@@ -155,6 +155,44 @@ fn end_leftover(pid: u32) {
     }
 }
 
+/// Sends signal `name` (`TSTP`, `CONT`...) to process `pid`.
+fn send(pid: u32, name: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {pid} failed");
+}
+
+/// Polls `cond` every 10 ms until it holds or `limit` passes; returns whether it held.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// True while process `pid` is stopped (by a signal).
+fn stopped(pid: u32) -> bool {
+    proc_state(pid) == Some('T')
+}
+
+/// Fails the test without leaving processes behind: continues redquorum,
+/// kills the command it started, and waits for redquorum to exit.
+fn fail_after_cleanup(child: &mut Child, command_pid: u32, why: &str) -> ! {
+    send(child.id(), "CONT");
+    end_leftover(command_pid);
+    finish(child);
+    let _ = wait(child, HANG);
+    panic!("{why}");
+}
+
 fn run_args(command: &mut Command, resource: &str, extra: &[&str], cmd: &[&str]) {
     command
         .args(["run", "--resource", resource])
@@ -691,6 +729,111 @@ fn a_grandchild_that_ignores_sigterm_is_killed_when_the_lock_is_lost() {
     assert!(
         !survived,
         "the grandchild {grandchild} still ran after redquorum exited: {err}"
+    );
+    assert!(err.contains("SIGKILL"), "{err}");
+}
+
+#[test]
+fn sigtstp_stops_the_command_with_redquorum_and_sigcont_resumes_both() {
+    let nodes = cluster(3);
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &unique("cli-tstp"),
+        &["--ttl", "30s"],
+        &["sh", "-c", "echo $$; read x; exit 3"],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let command_pid: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("command pid {line:?}: {}", stderr(&mut child)));
+    let run_pid = child.id();
+
+    send(run_pid, "TSTP");
+    if !within(HANG, || stopped(run_pid) && stopped(command_pid)) {
+        let why = format!(
+            "after SIGTSTP redquorum is {:?} and the command {:?}; both must be stopped (T)",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+
+    send(run_pid, "CONT");
+    if !within(HANG, || !stopped(run_pid) && !stopped(command_pid)) {
+        let why = format!(
+            "after SIGCONT redquorum is {:?} and the command {:?}; both must run again",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+    finish(&mut child);
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(3), "{}", stderr(&mut child));
+}
+
+#[test]
+fn a_lock_that_lapses_while_redquorum_is_stopped_gets_the_command_killed_not_resumed() {
+    let nodes = cluster(3);
+    let resource = unique("cli-tstp-lapse");
+    let ticks = Marker::new("tstp-ticks");
+    let script = format!(
+        "echo $$; while :; do echo tick >> {}; sleep 0.05; done",
+        ticks.path()
+    );
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--ttl", "1s"],
+        &["sh", "-c", &script],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let command_pid: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("command pid {line:?}: {}", stderr(&mut child)));
+    let run_pid = child.id();
+
+    send(run_pid, "TSTP");
+    if !within(HANG, || stopped(run_pid) && stopped(command_pid)) {
+        let why = format!(
+            "after SIGTSTP redquorum is {:?} and the command {:?}; both must be stopped (T)",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+
+    // Nothing extends the lock now: another run gets it once the TTL is over.
+    let mut contender = redquorum(&nodes.urls());
+    run_args(&mut contender, &resource, &["--wait", "15s"], &["true"]);
+    let (code, _, err) = output(contender);
+    if code != Some(0) {
+        fail_after_cleanup(
+            &mut child,
+            command_pid,
+            &format!("the contender did not get the lapsed lock: {code:?} {err}"),
+        );
+    }
+    let ticks_while_stopped = ticks.read().lines().count();
+
+    send(run_pid, "CONT");
+    let status = wait(&mut child, HANG);
+    let survived = running(command_pid);
+    end_leftover(command_pid);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(
+        !survived,
+        "the command still ran after redquorum exited: {err}"
+    );
+    assert_eq!(
+        ticks.read().lines().count(),
+        ticks_while_stopped,
+        "the command ran again after the lock had lapsed: {err}"
     );
     assert!(err.contains("SIGKILL"), "{err}");
 }
