@@ -837,3 +837,46 @@ fn a_lock_that_lapses_while_redquorum_is_stopped_gets_the_command_killed_not_res
     );
     assert!(err.contains("SIGKILL"), "{err}");
 }
+
+#[test]
+fn sigtstp_while_waiting_for_the_lock_stops_redquorum_until_sigcont() {
+    let nodes = cluster(3);
+    let resource = unique("cli-tstp-wait");
+    let mut holder = redquorum(&nodes.urls());
+    run_args(
+        &mut holder,
+        &resource,
+        &[],
+        &["sh", "-c", "echo up; read x; exit 0"],
+    );
+    let mut holder = spawn(holder);
+    assert_eq!(first_line(&mut holder), "up");
+
+    let mut waiter = redquorum(&nodes.urls());
+    run_args(
+        &mut waiter,
+        &resource,
+        &["--wait", "60s"],
+        &["sh", "-c", "echo ran"],
+    );
+    let mut waiter = spawn(waiter);
+    let waiter_pid = waiter.id();
+    // Let it get past start-up and into its wait.
+    std::thread::sleep(Duration::from_millis(500));
+    send(waiter_pid, "TSTP");
+    assert!(
+        within(HANG, || stopped(waiter_pid)),
+        "the waiting redquorum is {:?} after SIGTSTP",
+        proc_state(waiter_pid)
+    );
+    finish(&mut holder);
+    assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+    assert!(
+        matches!(waiter.try_wait(), Ok(None)) && stopped(waiter_pid),
+        "a stopped redquorum must not go on"
+    );
+    send(waiter_pid, "CONT");
+    let status = wait(&mut waiter, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&mut waiter));
+    assert_eq!(first_line(&mut waiter), "ran");
+}

@@ -73,6 +73,14 @@ ended and whether processes had to be killed. SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to redquorum are passed on to CMD.
 CMD runs in its own process group: it should not read from the terminal.
 
+Ctrl-Z (SIGTSTP) stops CMD's process group (with SIGSTOP, which CMD cannot
+catch) and then redquorum. Nothing extends the lock while they are stopped.
+On SIGCONT (fg, bg), redquorum continues CMD if the lock is still valid;
+if it lapsed meanwhile (another host may hold it now), CMD is killed with
+SIGKILL while still stopped, and redquorum exits 79. Continue the job with
+fg or bg, not by sending SIGCONT to CMD. SIGSTOP to redquorum alone cannot
+be caught: CMD would go on while the lock is not extended.
+
 Example:
   redquorum run --resource nightly-export --ttl 30s --no-wait -- ./export.sh")]
     Run(RunArgs),
