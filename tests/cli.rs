@@ -131,6 +131,68 @@ impl Drop for Marker {
     }
 }
 
+/// The state letter of process `pid` in `/proc/<pid>/stat` (`S`, `R`, `T`,
+/// `Z`...), or `None` once it is gone.
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain anything.
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.trim_start().chars().next()
+}
+
+/// True while `pid` exists and is not a zombie (a zombie has ended; only
+/// its exit status is left for its parent to collect).
+fn running(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|state| state != 'Z')
+}
+
+/// Ends a process this test started (through redquorum) if it still runs.
+fn end_leftover(pid: u32) {
+    if running(pid) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+}
+
+/// Sends signal `name` (`TSTP`, `CONT`...) to process `pid`.
+fn send(pid: u32, name: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {pid} failed");
+}
+
+/// Polls `cond` every 10 ms until it holds or `limit` passes; returns whether it held.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// True while process `pid` is stopped (by a signal).
+fn stopped(pid: u32) -> bool {
+    proc_state(pid) == Some('T')
+}
+
+/// Fails the test without leaving processes behind: continues redquorum,
+/// kills the command it started, and waits for redquorum to exit.
+fn fail_after_cleanup(child: &mut Child, command_pid: u32, why: &str) -> ! {
+    send(child.id(), "CONT");
+    end_leftover(command_pid);
+    finish(child);
+    let _ = wait(child, HANG);
+    panic!("{why}");
+}
+
 fn run_args(command: &mut Command, resource: &str, extra: &[&str], cmd: &[&str]) {
     command
         .args(["run", "--resource", resource])
@@ -577,4 +639,244 @@ fn sigint_while_waiting_for_the_lock_gives_up_with_130_and_leaves_the_holder_alo
     assert!(holders(&nodes.direct_urls(), &key(&resource), &value) >= 2);
     finish(&mut holder);
     assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+}
+
+#[test]
+fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-reentrant");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => panic!("runtime: {e}"),
+    };
+    let redlock = common::redlock(&nodes.urls(), common::fast_config());
+    let ttl = Duration::from_secs(30);
+    let holds = runtime.block_on(async {
+        let mut holds = Vec::new();
+        for _ in 0..2 {
+            match redlock.lock_reentrant(&resource, "job-17", ttl).await {
+                Ok(guard) => holds.push(guard),
+                Err(e) => panic!("reentrant hold: {e}"),
+            }
+        }
+        holds
+    });
+    // A lock is granted at quorum; wait for the slower nodes to have both holds.
+    let lock_key = redlock.lock_key(&resource);
+    let both_everywhere = || {
+        nodes.direct_urls().iter().all(|url| {
+            common::query::<Option<String>>(url, redis::cmd("HGET").arg(&lock_key).arg("count"))
+                .ok()
+                .flatten()
+                .as_deref()
+                == Some("2")
+        })
+    };
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while !both_everywhere() && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let rows = out
+        .lines()
+        .filter(|l| l.contains(" yes ") && l.contains("job-17") && l.contains("2 holds"))
+        .count();
+    assert_eq!(rows, 5, "{out}");
+    assert!(out.contains("held by owner job-17"), "{out}");
+    assert!(!out.contains("unreachable"), "{out}");
+
+    runtime.block_on(async {
+        for hold in holds {
+            if let Err(e) = hold.release().await {
+                panic!("release: {e}");
+            }
+        }
+    });
+}
+
+#[test]
+fn a_grandchild_that_ignores_sigterm_is_killed_when_the_lock_is_lost() {
+    let nodes = cluster(3);
+    let mut command = redquorum_with_timeout(&nodes.urls(), "300ms");
+    // The command's shell dies of SIGTERM at once; the process it started
+    // ignores SIGTERM and would go on working without the lock.
+    let script = r#"sh -c 'trap "" TERM; echo $$; exec sleep 30 >/dev/null 2>&1' & wait"#;
+    run_args(
+        &mut command,
+        &unique("cli-grandchild"),
+        &["--ttl", "1s", "--grace", "500ms"],
+        &["sh", "-c", script],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let grandchild: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("grandchild pid {line:?}: {}", stderr(&mut child)));
+    for i in 0..2 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let status = wait(&mut child, HANG);
+    let survived = running(grandchild);
+    end_leftover(grandchild);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(
+        !survived,
+        "the grandchild {grandchild} still ran after redquorum exited: {err}"
+    );
+    assert!(err.contains("SIGKILL"), "{err}");
+}
+
+#[test]
+fn sigtstp_stops_the_command_with_redquorum_and_sigcont_resumes_both() {
+    let nodes = cluster(3);
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &unique("cli-tstp"),
+        &["--ttl", "30s"],
+        &["sh", "-c", "echo $$; read x; exit 3"],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let command_pid: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("command pid {line:?}: {}", stderr(&mut child)));
+    let run_pid = child.id();
+
+    send(run_pid, "TSTP");
+    if !within(HANG, || stopped(run_pid) && stopped(command_pid)) {
+        let why = format!(
+            "after SIGTSTP redquorum is {:?} and the command {:?}; both must be stopped (T)",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+
+    send(run_pid, "CONT");
+    if !within(HANG, || !stopped(run_pid) && !stopped(command_pid)) {
+        let why = format!(
+            "after SIGCONT redquorum is {:?} and the command {:?}; both must run again",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+    finish(&mut child);
+    let status = wait(&mut child, HANG);
+    assert_eq!(status.code(), Some(3), "{}", stderr(&mut child));
+}
+
+#[test]
+fn a_lock_that_lapses_while_redquorum_is_stopped_gets_the_command_killed_not_resumed() {
+    let nodes = cluster(3);
+    let resource = unique("cli-tstp-lapse");
+    let ticks = Marker::new("tstp-ticks");
+    let script = format!(
+        "echo $$; while :; do echo tick >> {}; sleep 0.05; done",
+        ticks.path()
+    );
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--ttl", "1s"],
+        &["sh", "-c", &script],
+    );
+    let mut child = spawn(command);
+    let line = first_line(&mut child);
+    let command_pid: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("command pid {line:?}: {}", stderr(&mut child)));
+    let run_pid = child.id();
+
+    send(run_pid, "TSTP");
+    if !within(HANG, || stopped(run_pid) && stopped(command_pid)) {
+        let why = format!(
+            "after SIGTSTP redquorum is {:?} and the command {:?}; both must be stopped (T)",
+            proc_state(run_pid),
+            proc_state(command_pid)
+        );
+        fail_after_cleanup(&mut child, command_pid, &why);
+    }
+
+    // Nothing extends the lock now: another run gets it once the TTL is over.
+    let mut contender = redquorum(&nodes.urls());
+    run_args(&mut contender, &resource, &["--wait", "15s"], &["true"]);
+    let (code, _, err) = output(contender);
+    if code != Some(0) {
+        fail_after_cleanup(
+            &mut child,
+            command_pid,
+            &format!("the contender did not get the lapsed lock: {code:?} {err}"),
+        );
+    }
+    let ticks_while_stopped = ticks.read().lines().count();
+
+    send(run_pid, "CONT");
+    let status = wait(&mut child, HANG);
+    let survived = running(command_pid);
+    end_leftover(command_pid);
+    let err = stderr(&mut child);
+    assert_eq!(status.code(), Some(LOCK_LOST), "{err}");
+    assert!(
+        !survived,
+        "the command still ran after redquorum exited: {err}"
+    );
+    assert_eq!(
+        ticks.read().lines().count(),
+        ticks_while_stopped,
+        "the command ran again after the lock had lapsed: {err}"
+    );
+    assert!(err.contains("SIGKILL"), "{err}");
+}
+
+#[test]
+fn sigtstp_while_waiting_for_the_lock_stops_redquorum_until_sigcont() {
+    let nodes = cluster(3);
+    let resource = unique("cli-tstp-wait");
+    let mut holder = redquorum(&nodes.urls());
+    run_args(
+        &mut holder,
+        &resource,
+        &[],
+        &["sh", "-c", "echo up; read x; exit 0"],
+    );
+    let mut holder = spawn(holder);
+    assert_eq!(first_line(&mut holder), "up");
+
+    let mut waiter = redquorum(&nodes.urls());
+    run_args(
+        &mut waiter,
+        &resource,
+        &["--wait", "60s"],
+        &["sh", "-c", "echo ran"],
+    );
+    let mut waiter = spawn(waiter);
+    let waiter_pid = waiter.id();
+    // Let it get past start-up and into its wait.
+    std::thread::sleep(Duration::from_millis(500));
+    send(waiter_pid, "TSTP");
+    assert!(
+        within(HANG, || stopped(waiter_pid)),
+        "the waiting redquorum is {:?} after SIGTSTP",
+        proc_state(waiter_pid)
+    );
+    finish(&mut holder);
+    assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+    assert!(
+        matches!(waiter.try_wait(), Ok(None)) && stopped(waiter_pid),
+        "a stopped redquorum must not go on"
+    );
+    send(waiter_pid, "CONT");
+    let status = wait(&mut waiter, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&mut waiter));
+    assert_eq!(first_line(&mut waiter), "ran");
 }

@@ -66,17 +66,28 @@ CMD gets these environment variables:
   REDQUORUM_VALID_MS       validity left when CMD started, in milliseconds
   REDQUORUM_FENCING_TOKEN  the fencing token (with --fencing)
 
-If the lock is lost while CMD runs, CMD's process group gets SIGTERM, then
-SIGKILL after --grace, and redquorum exits 79. SIGINT, SIGTERM, SIGHUP,
+If the lock is lost while CMD runs, CMD's process group gets SIGTERM; when
+--grace is over, the whole group gets SIGKILL if any process of it is left,
+even if CMD itself has exited. redquorum then exits 79 and says how CMD
+ended and whether processes had to be killed. SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to redquorum are passed on to CMD.
 CMD runs in its own process group: it should not read from the terminal.
+
+Ctrl-Z (SIGTSTP) stops CMD's process group (with SIGSTOP, which CMD cannot
+catch) and then redquorum. Nothing extends the lock while they are stopped.
+On SIGCONT (fg, bg), redquorum continues CMD if the lock is still valid;
+if it lapsed meanwhile (another host may hold it now), CMD is killed with
+SIGKILL while still stopped, and redquorum exits 79. Continue the job with
+fg or bg, not by sending SIGCONT to CMD. SIGSTOP to redquorum alone cannot
+be caught: CMD would go on while the lock is not extended.
 
 Example:
   redquorum run --resource nightly-export --ttl 30s --no-wait -- ./export.sh")]
     Run(RunArgs),
     /// Check every node: reachable, master, authenticated, not evicting keys, latency.
     Check,
-    /// Show which nodes hold a resource's lock and the TTL left on each.
+    /// Show which nodes hold a resource's lock and the TTL left on each
+    /// (for a reentrant lock: its owner and number of holds).
     Status(StatusArgs),
 }
 
@@ -103,7 +114,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fencing: bool,
 
-    /// After SIGTERM on lock loss, how long CMD has before SIGKILL.
+    /// After SIGTERM on lock loss, how long CMD's process group has before SIGKILL.
     #[arg(long, default_value = "5s", value_parser = duration::parse, value_name = "DURATION")]
     pub grace: Duration,
 

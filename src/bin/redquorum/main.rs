@@ -5,6 +5,7 @@
 mod args;
 mod check;
 mod duration;
+mod group;
 mod nodes;
 mod run;
 mod status;

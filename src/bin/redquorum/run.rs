@@ -12,6 +12,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::Instant;
 
 use crate::args::RunArgs;
+use crate::group::{self, Group};
 use crate::{
     EX_CONFIG, EX_SOFTWARE, EX_TEMPFAIL, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND,
 };
@@ -20,8 +21,25 @@ use crate::{
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 const RETRY_JITTER: Duration = Duration::from_millis(100);
 
-/// The signals passed on to the command.
-struct Signals(Vec<(i32, Signal)>);
+/// The signals `run` handles: those passed on to the command, and SIGTSTP.
+struct Signals {
+    forwarded: Vec<(i32, Signal)>,
+    /// SIGTSTP (Ctrl-Z at the terminal, or `kill -TSTP`): `run` stops
+    /// itself, and the command's process group first.
+    ///
+    /// SIGTTIN and SIGTTOU keep their default action: `run` never reads
+    /// the terminal and writes to it only after the command has ended, so
+    /// the terminal cannot stop it while the command runs. A handler, which
+    /// cannot be removed again, would make a background `run` spin on its
+    /// last message under `stty tostop` (the write is retried after every
+    /// SIGTTOU the handler swallows).
+    stop: Signal,
+}
+
+fn handle(signo: i32) -> Result<Signal, Exit> {
+    signal(SignalKind::from_raw(signo))
+        .map_err(|e| Exit::error(EX_SOFTWARE, format!("cannot handle signal {signo}: {e}")))
+}
 
 impl Signals {
     fn new() -> Result<Self, Exit> {
@@ -33,37 +51,45 @@ impl Signals {
             libc::SIGUSR1,
             libc::SIGUSR2,
         ];
-        let mut all = Vec::with_capacity(kinds.len());
+        let mut forwarded = Vec::with_capacity(kinds.len());
         for signo in kinds {
-            let stream = signal(SignalKind::from_raw(signo)).map_err(|e| {
-                Exit::error(EX_SOFTWARE, format!("cannot handle signal {signo}: {e}"))
-            })?;
-            all.push((signo, stream));
+            forwarded.push((signo, handle(signo)?));
         }
-        Ok(Signals(all))
+        let stop = handle(libc::SIGTSTP)?;
+        Ok(Signals { forwarded, stop })
     }
 
     /// The next signal received.
-    async fn recv(&mut self) -> i32 {
-        let waits = self.0.iter_mut().map(|(signo, stream)| {
+    async fn recv(&mut self) -> Received {
+        let waits = self.forwarded.iter_mut().map(|(signo, stream)| {
             let signo = *signo;
             Box::pin(async move {
                 stream.recv().await;
                 signo
             })
         });
-        futures::future::select_all(waits).await.0
+        tokio::select! {
+            (signo, _, _) = futures::future::select_all(waits) => Received::Forward(signo),
+            Some(()) = self.stop.recv() => Received::Stop,
+        }
     }
 }
 
-/// Sends `signo` to the command's process group.
-fn signal_group(pgid: Option<u32>, signo: i32) {
-    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
-        // names the process group the command leads (made with setpgid).
-        unsafe {
-            libc::kill(-pgid, signo);
-        }
+/// A signal received by `run`.
+enum Received {
+    /// To be passed on to the command.
+    Forward(i32),
+    /// SIGTSTP.
+    Stop,
+}
+
+/// Stops this process, as SIGTSTP would without a handler, and returns
+/// once it is continued (SIGCONT: `fg`, `bg`, `kill -CONT`).
+fn stop_self() {
+    // SAFETY: raise(3) has no memory-safety preconditions. SIGSTOP stops
+    // the whole process; the call returns after SIGCONT.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
     }
 }
 
@@ -102,13 +128,19 @@ async fn acquire(
     loop {
         let attempt = redlock.try_lock(&args.resource, args.ttl);
         tokio::pin!(attempt);
-        let result = tokio::select! {
-            result = &mut attempt => result,
-            signo = signals.recv() => {
-                if let Ok(guard) = attempt.await {
-                    let _ = guard.release().await;
-                }
-                return Err(interrupted(signo));
+        let result = loop {
+            tokio::select! {
+                result = &mut attempt => break result,
+                received = signals.recv() => match received {
+                    // No command runs yet: only this process stops.
+                    Received::Stop => stop_self(),
+                    Received::Forward(signo) => {
+                        if let Ok(guard) = attempt.await {
+                            let _ = guard.release().await;
+                        }
+                        return Err(interrupted(signo));
+                    }
+                },
             }
         };
         let e = match result {
@@ -122,9 +154,15 @@ async fn acquire(
         }
         let spread = RETRY_JITTER.as_secs_f64() * (2.0 * rand::random::<f64>() - 1.0);
         let pause = Duration::from_secs_f64((RETRY_DELAY.as_secs_f64() + spread).max(0.0));
-        tokio::select! {
-            () = tokio::time::sleep_until((now + pause).min(give_up_at)) => {}
-            signo = signals.recv() => return Err(interrupted(signo)),
+        let wake = (now + pause).min(give_up_at);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => break,
+                received = signals.recv() => match received {
+                    Received::Stop => stop_self(),
+                    Received::Forward(signo) => return Err(interrupted(signo)),
+                },
+            }
         }
     }
 }
@@ -174,6 +212,8 @@ enum End {
     Exited(std::io::Result<ExitStatus>),
     /// The watchdog could not keep the lock.
     Lost,
+    /// The lock lapsed while `run` (and the command with it) was stopped.
+    LapsedWhileStopped,
 }
 
 /// Runs `redquorum run`.
@@ -196,7 +236,7 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             return Err(exit);
         }
     };
-    let pgid = child.id();
+    let group = Group::led_by(&child);
     // The library's watchdog extends the lock when a third of the TTL is
     // left and retries failed extensions while validity remains.
     guard.auto_extend();
@@ -204,7 +244,28 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
         tokio::select! {
             status = child.wait() => break End::Exited(status),
             () = guard.lost() => break End::Lost,
-            signo = signals.recv() => signal_group(pgid, signo),
+            received = signals.recv() => match received {
+                Received::Forward(signo) => {
+                    if let Some(group) = group {
+                        group.signal(signo);
+                    }
+                }
+                Received::Stop => {
+                    // Nothing extends the lock while this process is
+                    // stopped, so the command must not run either: SIGSTOP,
+                    // which it cannot catch or ignore, goes to its group first.
+                    if let Some(group) = group {
+                        group.signal(libc::SIGSTOP);
+                    }
+                    stop_self();
+                    if guard.is_lost() {
+                        break End::LapsedWhileStopped;
+                    }
+                    if let Some(group) = group {
+                        group.signal(libc::SIGCONT);
+                    }
+                }
+            },
         }
     };
     match end {
@@ -221,16 +282,27 @@ async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<E
             }
             Ok(Exit::code(status_code(status)))
         }
+        End::LapsedWhileStopped => {
+            // Continuing the command, even to deliver SIGTERM, would let it
+            // act without the lock: it is killed while still stopped.
+            if let Some(group) = group {
+                group.signal(libc::SIGKILL);
+            }
+            let ended = group::describe(&child.wait().await);
+            let left = group::after_kill(group).await;
+            drop(guard.release().await);
+            Err(Exit::error(
+                LOCK_LOST,
+                format!(
+                    "lost the lock on {:?} while redquorum was stopped: nothing could extend \
+                     it meanwhile; the command, stopped too, was killed with SIGKILL without \
+                     being continued (it {ended}){left}",
+                    args.resource
+                ),
+            ))
+        }
         End::Lost => {
-            signal_group(pgid, libc::SIGTERM);
-            let waited = tokio::time::timeout(args.grace, child.wait()).await;
-            let how = if waited.is_ok() {
-                "it was stopped with SIGTERM".to_owned()
-            } else {
-                signal_group(pgid, libc::SIGKILL);
-                let _ = child.wait().await;
-                format!("it was killed with SIGKILL after {:?}", args.grace)
-            };
+            let how = group::end_after_loss(&mut child, group, args.grace).await;
             drop(guard.release().await);
             Err(Exit::error(
                 LOCK_LOST,
