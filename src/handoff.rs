@@ -512,4 +512,94 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(task.is_finished());
     }
+
+    /// Tests against local redis-server nodes (feature `testkit`).
+    #[cfg(feature = "testkit")]
+    mod live {
+        use super::*;
+        use crate::testkit::{LocalCluster, ProxyMode};
+
+        fn query<T: redis::FromRedisValue>(url: &str, cmd: &redis::Cmd) -> T {
+            let client = Client::open(url).unwrap();
+            let mut con = client
+                .get_connection_with_timeout(Duration::from_secs(2))
+                .unwrap();
+            con.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            cmd.query(&mut con).unwrap()
+        }
+
+        /// Subscribers of `channel` on the node at `url`.
+        fn subscribers(url: &str, channel: &str) -> i64 {
+            let (_, count): (String, i64) =
+                query(url, redis::cmd("PUBSUB").arg("NUMSUB").arg(channel));
+            count
+        }
+
+        /// SUBSCRIBE commands the node at `url` has executed so far.
+        fn subscribe_calls(url: &str) -> u64 {
+            let info: String = query(url, redis::cmd("INFO").arg("commandstats"));
+            info.lines()
+                .find_map(|line| line.strip_prefix("cmdstat_subscribe:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |calls| calls.parse().unwrap())
+        }
+
+        async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+            let give_up = Instant::now() + limit;
+            while !cond() {
+                if Instant::now() >= give_up {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            true
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn waiters_coming_and_going_while_a_node_hangs_cost_one_resubscription_not_one_per_change()
+         {
+            let cluster = LocalCluster::start(1).unwrap();
+            let direct = cluster.direct_url(0);
+            let clients = vec![Client::open(cluster.url(0)).unwrap()];
+            let handoff = Handoff::new(clients, Duration::from_millis(200));
+            let _keep = handoff.interest(vec!["keep".to_owned()]);
+            let subscribed = eventually(Duration::from_secs(10), || {
+                subscribers(&direct, "keep") == 1
+            })
+            .await;
+            assert!(subscribed, "the feed never subscribed");
+
+            cluster.set_proxy(0, ProxyMode::Blackhole);
+            let before = subscribe_calls(&direct);
+            const CHANGES: usize = 2_000;
+            for i in 0..CHANGES {
+                drop(handoff.interest(vec![format!("gone-{i}")]));
+                if i % 100 == 0 {
+                    // Let the feed run meanwhile, as real waiters would.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            // The feed keeps trying while the node hangs.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            cluster.set_proxy(0, ProxyMode::Pass);
+
+            // Only "keep" is still wanted: one fresh subscription serves it.
+            let back = eventually(Duration::from_secs(20), || {
+                subscribe_calls(&direct) > before && subscribers(&direct, "keep") == 1
+            })
+            .await;
+            assert!(
+                back,
+                "the feed never subscribed again after the node healed"
+            );
+            // A backlog of changes would be replayed now.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let calls = subscribe_calls(&direct) - before;
+            assert!(
+                calls <= 5,
+                "{calls} SUBSCRIBE commands after {CHANGES} changes while the node hung, \
+                 for one channel still wanted"
+            );
+        }
+    }
 }
