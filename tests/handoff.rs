@@ -215,3 +215,49 @@ async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
     assert!(gone, "a subscription outlived its waiters");
     guard.release().await.expect("release");
 }
+
+/// `CLIENT KILL TYPE pubsub` on the node at `url`: how many were killed.
+fn kill_pub_sub_clients(url: &str) -> i64 {
+    let cmd = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .clone();
+    match query::<i64>(url, &cmd) {
+        Ok(killed) => killed,
+        Err(e) => panic!("CLIENT KILL TYPE pubsub on {url}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_still_wakes_a_waiter_after_the_pub_sub_connections_are_killed() {
+    let cluster = cluster(3);
+    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
+    let delay = Duration::from_secs(30);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-killed");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        direct
+            .iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+
+    for url in &direct {
+        assert!(kill_pub_sub_clients(url) >= 1, "no pub/sub client on {url}");
+    }
+    // The resource keeps its waiter: no new subscription is asked for.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let Ok(joined) = tokio::time::timeout(Duration::from_secs(10), waiter).await else {
+        panic!("no wake-up within 10 s of the release: the waiter sleeps its {delay:?} retry delay")
+    };
+    let (result, acquired_at) = joined.expect("waiter task");
+    assert!(result.is_ok(), "waiter: {:?}", result.err());
+    assert!(acquired_at - released_at < Duration::from_secs(10));
+}
