@@ -261,3 +261,69 @@ async fn a_release_still_wakes_a_waiter_after_the_pub_sub_connections_are_killed
     assert!(result.is_ok(), "waiter: {:?}", result.err());
     assert!(acquired_at - released_at < Duration::from_secs(10));
 }
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Takes `resource`, trying a few times: the node connections of a runtime
+/// that has shut down may fail their first call.
+async fn hold_retrying(redlock: &Redlock, resource: &str) -> LockGuard {
+    let mut last = None;
+    for _ in 0..5 {
+        match redlock.try_lock(resource, TTL).await {
+            Ok(guard) => return guard,
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("holder: {last:?}")
+}
+
+/// Holds `resource`, lets a waiter wait with `delay` retries, releases and
+/// returns how long after the release the waiter got the lock (None: not
+/// within 10 s).
+async fn hand_off(redlock: &Redlock, urls: &[String], resource: &str) -> Option<Duration> {
+    let guard = hold_retrying(redlock, resource).await;
+    let waiter = wait_for(redlock, resource);
+    // Give the waiter time to fail once and subscribe (if it can).
+    eventually(Duration::from_secs(5), || {
+        urls.iter().all(|u| subscribers(u, &channel(resource)) == 1)
+    })
+    .await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let joined = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .ok()?;
+    let (result, acquired_at) = joined.expect("waiter task");
+    match result {
+        Ok(guard) => guard.release().await.expect("waiter's release"),
+        Err(e) => panic!("waiter: {e}"),
+    }
+    Some(acquired_at - released_at)
+}
+
+#[test]
+fn a_redlock_outliving_its_first_runtime_still_hears_releases_on_the_next_one() {
+    let cluster = cluster(3);
+    let urls = cluster.urls();
+    let delay = Duration::from_secs(30);
+    let redlock = redlock(&urls, slow_retries(delay));
+    let resource = unique("handoff-runtimes");
+
+    // The release-notification feeds start on the first runtime.
+    let first = runtime().block_on(hand_off(&redlock, &urls, &resource));
+    assert!(first.is_some(), "no wake-up on the first runtime");
+    // That runtime is gone now, and its tasks with it.
+    let second = runtime().block_on(hand_off(&redlock, &urls, &resource));
+    assert!(
+        second.is_some(),
+        "no wake-up within 10 s of the release on the second runtime: \
+         the waiter sleeps its {delay:?} retry delay"
+    );
+}
