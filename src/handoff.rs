@@ -7,8 +7,14 @@
 //! nothing). A [`Redlock`](crate::Redlock) keeps one pub/sub connection per
 //! node, opened on the first wait, shared by all its waiters and driven by
 //! one background task per node. Waiters register an [`Interest`] in their
-//! resources: the first waiter of a resource subscribes to its channel on
-//! every node, the last one to leave unsubscribes.
+//! resources: the channels with at least one waiter are the wanted set.
+//!
+//! The feeds do not replay a queue of changes: a change only wakes them, and
+//! each feed then brings its connection to the wanted set as it is at that
+//! moment (subscribes to what is wanted and not subscribed, unsubscribes
+//! from what is subscribed and no longer wanted). However many waiters come
+//! and go while a node hangs, a feed has at most one reconciliation pending
+//! and connects again with an exponential backoff, never once per change.
 //!
 //! A message wakes ONE local waiter of the resource (FIFO, through
 //! [`Notify::notify_one`]), once per release whatever the number of nodes
@@ -19,7 +25,7 @@
 //! they would without notifications. Nothing here ever delays or fails an
 //! acquisition.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -27,13 +33,20 @@ use futures::StreamExt;
 use futures::future::{self, FutureExt};
 use redis::Client;
 use redis::aio::{PubSubSink, PubSubStream};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 /// How many recent release values each resource remembers, to wake one
 /// waiter per release although every node announces it.
 const RECENT: usize = 16;
+
+/// The pause before the first new connection attempt after a failure; it
+/// doubles with each further failure, up to [`LAST_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+
+/// The longest pause between two connection attempts of one feed.
+const LAST_RETRY: Duration = Duration::from_secs(5);
 
 /// The channel on which releases of `resource` are announced.
 pub(crate) fn channel(prefix: &str, resource: &str) -> String {
@@ -81,26 +94,90 @@ impl Entry {
     }
 }
 
-/// A subscription change for one node's feed.
-#[derive(Debug, PartialEq, Eq)]
-enum Command {
-    Subscribe(String),
-    Unsubscribe(String),
+/// What a connection must do to hold exactly the wanted subscriptions.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Delta {
+    /// Wanted and not subscribed yet.
+    subscribe: Vec<String>,
+    /// Subscribed and no longer wanted.
+    unsubscribe: Vec<String>,
+}
+
+impl Delta {
+    /// Never larger than the two sets, whatever the changes that led there.
+    fn between(wanted: &HashSet<String>, subscribed: &HashSet<String>) -> Self {
+        let mut subscribe: Vec<String> = wanted.difference(subscribed).cloned().collect();
+        let mut unsubscribe: Vec<String> = subscribed.difference(wanted).cloned().collect();
+        subscribe.sort_unstable();
+        unsubscribe.sort_unstable();
+        Delta {
+            subscribe,
+            unsubscribe,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.subscribe.is_empty() && self.unsubscribe.is_empty()
+    }
+}
+
+/// When a feed may try to connect again: exponential backoff with jitter.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// Failures since the last success.
+    failures: u32,
+    /// No attempt before this instant.
+    retry_at: Option<Instant>,
+}
+
+impl Backoff {
+    /// The pause after `failures` failures, `unit` in [0, 1) choosing where
+    /// in the upper half of the nominal pause it falls.
+    fn pause(failures: u32, unit: f64) -> Duration {
+        if failures == 0 {
+            return Duration::ZERO;
+        }
+        let doublings = (failures - 1).min(16);
+        let nominal = FIRST_RETRY.saturating_mul(1 << doublings).min(LAST_RETRY);
+        nominal.div_f64(2.0) + nominal.div_f64(2.0).mul_f64(unit.clamp(0.0, 1.0))
+    }
+
+    fn failed(&mut self) {
+        self.failures = self.failures.saturating_add(1);
+        let pause = Self::pause(self.failures, rand::random::<f64>());
+        self.retry_at = Some(Instant::now() + pause);
+    }
+
+    fn succeeded(&mut self) {
+        *self = Backoff::default();
+    }
+
+    /// Waits until the next attempt is due.
+    async fn wait(&self) {
+        if let Some(at) = self.retry_at {
+            tokio::time::sleep_until(at).await;
+        }
+    }
 }
 
 /// One node's background feed.
 struct Feed {
-    commands: mpsc::UnboundedSender<Command>,
+    /// Wakes the feed when the wanted set has changed. A wake-up that finds
+    /// the feed busy is kept (one permit), never queued.
+    changed: Arc<Notify>,
     task: Option<AbortHandle>,
 }
 
 struct Inner {
     clients: Vec<Client>,
     timeout: Duration,
-    /// Waiters per channel.
+    /// Waiters per channel: its keys are the wanted set.
     entries: Mutex<HashMap<String, Entry>>,
     /// Started on the first wait.
     feeds: Mutex<Vec<Feed>>,
+    /// Connection attempts made by the feeds (tests).
+    #[cfg(test)]
+    connects: std::sync::atomic::AtomicUsize,
 }
 
 impl Inner {
@@ -112,14 +189,16 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn send(&self, command: impl Fn() -> Command) {
-        let feeds = self
-            .feeds
+    fn feeds(&self) -> MutexGuard<'_, Vec<Feed>> {
+        self.feeds
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for feed in feeds.iter() {
-            // A feed that has stopped just misses the change: harmless.
-            let _ = feed.commands.send(command());
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The wanted set has changed: every feed reconciles when it can.
+    fn changed(&self) {
+        for feed in self.feeds().iter() {
+            feed.changed.notify_one();
         }
     }
 
@@ -145,13 +224,13 @@ impl Inner {
         }
     }
 
-    /// The channels with waiters, to subscribe again after a reconnection.
-    fn wanted(&self) -> Vec<String> {
+    /// The channels with waiters.
+    fn wanted(&self) -> HashSet<String> {
         self.entries().keys().cloned().collect()
     }
 
     fn leave(&self, channels: &[String]) {
-        let mut gone = Vec::new();
+        let mut gone = false;
         {
             let mut entries = self.entries();
             for channel in channels {
@@ -159,13 +238,13 @@ impl Inner {
                     entry.waiters = entry.waiters.saturating_sub(1);
                     if entry.waiters == 0 {
                         entries.remove(channel);
-                        gone.push(channel.clone());
+                        gone = true;
                     }
                 }
             }
         }
-        for channel in gone {
-            self.send(|| Command::Unsubscribe(channel.clone()));
+        if gone {
+            self.changed();
         }
     }
 }
@@ -198,6 +277,8 @@ impl Handoff {
                 timeout,
                 entries: Mutex::new(HashMap::new()),
                 feeds: Mutex::new(Vec::new()),
+                #[cfg(test)]
+                connects: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }
@@ -208,20 +289,18 @@ impl Handoff {
     pub(crate) fn interest(&self, channels: Vec<String>) -> Interest {
         self.start_feeds();
         let mut notifies = Vec::with_capacity(channels.len());
-        let mut new = Vec::new();
+        let mut new = false;
         {
             let mut entries = self.inner.entries();
             for channel in &channels {
                 let entry = entries.entry(channel.clone()).or_insert_with(Entry::new);
                 entry.waiters += 1;
-                if entry.waiters == 1 {
-                    new.push(channel.clone());
-                }
+                new |= entry.waiters == 1;
                 notifies.push(Arc::clone(&entry.notify));
             }
         }
-        for channel in new {
-            self.inner.send(|| Command::Subscribe(channel.clone()));
+        if new {
+            self.inner.changed();
         }
         Interest {
             inner: Arc::clone(&self.inner),
@@ -231,17 +310,13 @@ impl Handoff {
     }
 
     fn start_feeds(&self) {
-        let mut feeds = self
-            .inner
-            .feeds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut feeds = self.inner.feeds();
         if !feeds.is_empty() {
             return;
         }
         let runtime = tokio::runtime::Handle::try_current().ok();
         for (index, client) in self.inner.clients.iter().enumerate() {
-            let (commands, receiver) = mpsc::unbounded_channel();
+            let changed = Arc::new(Notify::new());
             let task = runtime.as_ref().map(|runtime| {
                 runtime
                     .spawn(run_feed(
@@ -249,11 +324,11 @@ impl Handoff {
                         client.clone(),
                         self.inner.timeout,
                         Arc::downgrade(&self.inner),
-                        receiver,
+                        Arc::clone(&changed),
                     ))
                     .abort_handle()
             });
-            feeds.push(Feed { commands, task });
+            feeds.push(Feed { changed, task });
         }
     }
 
@@ -292,21 +367,27 @@ impl Drop for Interest {
 
 type Connection = (PubSubSink, PubSubStream);
 
-/// One node's feed: applies subscription changes in order and turns
-/// messages into wake-ups. Ends when the registry is dropped.
+/// One node's feed: keeps its connection's subscriptions in line with the
+/// wanted set and turns messages into wake-ups. Ends when the registry is
+/// dropped.
 async fn run_feed(
     index: usize,
     client: Client,
     timeout: Duration,
     inner: Weak<Inner>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    changed: Arc<Notify>,
 ) {
     let mut conn: Option<Connection> = None;
+    // What `conn` is subscribed to.
+    let mut subscribed: HashSet<String> = HashSet::new();
+    let mut backoff = Backoff::default();
+    // The connection may not match the wanted set.
+    let mut stale = true;
     loop {
-        let command = match conn.as_mut() {
-            Some((_, stream)) => tokio::select! {
-                message = stream.next() => {
-                    match message {
+        if !stale {
+            match conn.as_mut() {
+                Some((_, stream)) => tokio::select! {
+                    message = stream.next() => match message {
                         Some(message) => {
                             let Some(inner) = inner.upgrade() else { return };
                             inner.announce(message.get_channel_name(), message.get_payload_bytes());
@@ -314,52 +395,90 @@ async fn run_feed(
                         None => {
                             tracing::debug!(node = index, "release notifications: connection lost");
                             conn = None;
+                            subscribed.clear();
                         }
-                    }
-                    continue;
-                }
-                command = commands.recv() => command,
-            },
-            None => commands.recv().await,
-        };
-        let Some(command) = command else { return };
-        match command {
-            Command::Subscribe(channel) => {
-                let Some(registry) = inner.upgrade() else {
-                    return;
-                };
-                if conn.is_none() {
-                    // A fresh connection subscribes to everything wanted.
-                    conn = connect(index, &client, timeout).await;
-                    if let Some((sink, _)) = conn.as_mut() {
-                        let wanted = registry.wanted();
-                        if !wanted.is_empty() && !subscribe(index, sink, &wanted, timeout).await {
-                            conn = None;
-                            continue;
-                        }
-                        for channel in &wanted {
-                            registry.subscribed(channel);
-                        }
-                    }
-                } else if let Some((sink, _)) = conn.as_mut() {
-                    if subscribe(index, sink, std::slice::from_ref(&channel), timeout).await {
-                        registry.subscribed(&channel);
-                    } else {
-                        conn = None;
-                    }
+                    },
+                    () = changed.notified() => stale = true,
+                },
+                None => {
+                    changed.notified().await;
+                    stale = true;
                 }
             }
-            Command::Unsubscribe(channel) => {
-                if let Some((sink, _)) = conn.as_mut() {
-                    let done = tokio::time::timeout(timeout, sink.unsubscribe(&channel)).await;
-                    if !matches!(done, Ok(Ok(()))) {
-                        // Closing the connection drops its subscriptions.
-                        conn = None;
-                    }
-                }
+            continue;
+        }
+        backoff.wait().await;
+        let Some(wanted) = inner.upgrade().map(|registry| registry.wanted()) else {
+            return;
+        };
+        if conn.is_none() && wanted.is_empty() {
+            // Nothing to subscribe to: connect on the next wait.
+            stale = false;
+            continue;
+        }
+        if conn.is_none() {
+            #[cfg(test)]
+            if let Some(registry) = inner.upgrade() {
+                registry
+                    .connects
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            conn = connect(index, &client, timeout).await;
+            if conn.is_none() {
+                backoff.failed();
+                continue;
+            }
+        }
+        let delta = Delta::between(&wanted, &subscribed);
+        let Some((sink, _)) = conn.as_mut() else {
+            continue;
+        };
+        if reconcile(index, sink, &delta, timeout).await {
+            subscribed = wanted;
+            backoff.succeeded();
+            stale = false;
+            let Some(registry) = inner.upgrade() else {
+                return;
+            };
+            for channel in &delta.subscribe {
+                registry.subscribed(channel);
+            }
+        } else {
+            // Closing the connection drops its subscriptions.
+            conn = None;
+            subscribed.clear();
+            backoff.failed();
+        }
+    }
+}
+
+/// Applies `delta` on a connection; false if the connection is to be
+/// dropped.
+async fn reconcile(index: usize, sink: &mut PubSubSink, delta: &Delta, timeout: Duration) -> bool {
+    if delta.is_empty() {
+        return true;
+    }
+    if !delta.subscribe.is_empty() {
+        match tokio::time::timeout(timeout, sink.subscribe(&delta.subscribe)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(node = index, error = %e, "release notifications: SUBSCRIBE failed");
+                return false;
+            }
+            Err(_) => {
+                tracing::debug!(node = index, "release notifications: SUBSCRIBE timed out");
+                return false;
             }
         }
     }
+    if !delta.unsubscribe.is_empty() {
+        let done = tokio::time::timeout(timeout, sink.unsubscribe(&delta.unsubscribe)).await;
+        if !matches!(done, Ok(Ok(()))) {
+            tracing::debug!(node = index, "release notifications: UNSUBSCRIBE failed");
+            return false;
+        }
+    }
+    true
 }
 
 async fn connect(index: usize, client: &Client, timeout: Duration) -> Option<Connection> {
@@ -372,25 +491,6 @@ async fn connect(index: usize, client: &Client, timeout: Duration) -> Option<Con
         Err(_) => {
             tracing::debug!(node = index, "release notifications: connect timed out");
             None
-        }
-    }
-}
-
-async fn subscribe(
-    index: usize,
-    sink: &mut PubSubSink,
-    channels: &[String],
-    timeout: Duration,
-) -> bool {
-    match tokio::time::timeout(timeout, sink.subscribe(channels)).await {
-        Ok(Ok(())) => true,
-        Ok(Err(e)) => {
-            tracing::debug!(node = index, error = %e, "release notifications: SUBSCRIBE failed");
-            false
-        }
-        Err(_) => {
-            tracing::debug!(node = index, "release notifications: SUBSCRIBE timed out");
-            false
         }
     }
 }
@@ -511,6 +611,74 @@ mod tests {
         drop(handoff);
         tokio::task::yield_now().await;
         assert!(task.is_finished());
+    }
+
+    fn set(channels: &[&str]) -> HashSet<String> {
+        channels.iter().map(|c| (*c).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_reconciliation_subscribes_to_what_is_missing_and_drops_what_is_no_longer_wanted() {
+        let delta = Delta::between(&set(&["a", "b", "c"]), &set(&["b", "d"]));
+        assert_eq!(delta.subscribe, ["a", "c"]);
+        assert_eq!(delta.unsubscribe, ["d"]);
+        assert!(Delta::between(&set(&["a"]), &set(&["a"])).is_empty());
+        // A fresh connection subscribes to the whole wanted set.
+        let fresh = Delta::between(&set(&["a", "b"]), &HashSet::new());
+        assert_eq!(fresh.subscribe, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_reconciliation_is_bounded_by_the_sets_not_by_the_changes_that_led_there() {
+        let subscribed = set(&["keep", "old"]);
+        let mut wanted = set(&["keep"]);
+        for i in 0..10_000 {
+            wanted.insert(format!("gone-{i}"));
+            wanted.remove(&format!("gone-{i}"));
+        }
+        let delta = Delta::between(&wanted, &subscribed);
+        assert!(delta.subscribe.is_empty());
+        assert_eq!(delta.unsubscribe, ["old"]);
+    }
+
+    #[test]
+    fn reconnection_pauses_double_from_50_ms_up_to_5_s_with_jitter_in_the_upper_half() {
+        assert_eq!(Backoff::pause(0, 0.7), Duration::ZERO);
+        assert_eq!(Backoff::pause(1, 0.0), Duration::from_millis(25));
+        assert_eq!(Backoff::pause(1, 1.0), Duration::from_millis(50));
+        assert_eq!(Backoff::pause(2, 1.0), Duration::from_millis(100));
+        assert_eq!(Backoff::pause(3, 0.5), Duration::from_millis(150));
+        assert_eq!(Backoff::pause(8, 1.0), LAST_RETRY);
+        assert_eq!(Backoff::pause(u32::MAX, 1.0), LAST_RETRY);
+        assert!(Backoff::pause(u32::MAX, 0.0) >= LAST_RETRY / 2);
+        let mut backoff = Backoff::default();
+        backoff.failed();
+        backoff.failed();
+        assert_eq!(backoff.failures, 2);
+        assert!(backoff.retry_at.is_some());
+        backoff.succeeded();
+        assert_eq!(backoff.failures, 0);
+        assert!(backoff.retry_at.is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thousands_of_changes_with_an_unreachable_node_cost_a_few_connection_attempts() {
+        let handoff = registry();
+        let _keep = handoff.interest(vec!["keep".to_owned()]);
+        for i in 0..2_000 {
+            drop(handoff.interest(vec![format!("gone-{i}")]));
+            if i % 10 == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let connects = handoff
+            .inner
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            (1..=20).contains(&connects),
+            "{connects} connection attempts for 4000 changes"
+        );
     }
 
     /// Tests against local redis-server nodes (feature `testkit`).
