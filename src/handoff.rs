@@ -122,12 +122,17 @@ impl Delta {
 }
 
 /// When a feed may try to connect again: exponential backoff with jitter.
+/// A connection counts as healthy once it has lasted [`LAST_RETRY`]: one
+/// that is lost sooner (a node that accepts and then drops every
+/// connection) keeps the pauses growing.
 #[derive(Debug, Default)]
 struct Backoff {
-    /// Failures since the last success.
+    /// Failures since the last healthy connection.
     failures: u32,
     /// No attempt before this instant.
     retry_at: Option<Instant>,
+    /// Since when the current connection has been in line with the wanted set.
+    up_since: Option<Instant>,
 }
 
 impl Backoff {
@@ -142,14 +147,24 @@ impl Backoff {
         nominal.div_f64(2.0) + nominal.div_f64(2.0).mul_f64(unit.clamp(0.0, 1.0))
     }
 
+    /// A connection attempt failed, or the connection was lost.
     fn failed(&mut self) {
+        if self
+            .up_since
+            .take()
+            .is_some_and(|since| since.elapsed() >= LAST_RETRY)
+        {
+            self.failures = 0;
+        }
         self.failures = self.failures.saturating_add(1);
         let pause = Self::pause(self.failures, rand::random::<f64>());
         self.retry_at = Some(Instant::now() + pause);
     }
 
+    /// The connection is in line with the wanted set.
     fn succeeded(&mut self) {
-        *self = Backoff::default();
+        self.retry_at = None;
+        self.up_since.get_or_insert_with(Instant::now);
     }
 
     /// Waits until the next attempt is due.
@@ -221,6 +236,16 @@ impl Inner {
                 entry.live = true;
                 entry.notify.notify_one();
             }
+        }
+    }
+
+    /// `channel` is subscribed again on a node whose connection was lost:
+    /// one waiter tries again at once, as a release may have gone unheard
+    /// meanwhile.
+    fn resubscribed(&self, channel: &str) {
+        if let Some(entry) = self.entries().get_mut(channel) {
+            entry.live = true;
+            entry.notify.notify_one();
         }
     }
 
@@ -383,6 +408,9 @@ async fn run_feed(
     let mut backoff = Backoff::default();
     // The connection may not match the wanted set.
     let mut stale = true;
+    // A connection was lost since the first one was in line.
+    let mut was_lost = false;
+    let mut had_connection = false;
     loop {
         if !stale {
             match conn.as_mut() {
@@ -393,9 +421,14 @@ async fn run_feed(
                             inner.announce(message.get_channel_name(), message.get_payload_bytes());
                         }
                         None => {
+                            // Node restarted, connection killed: connect
+                            // again if anything is still wanted.
                             tracing::debug!(node = index, "release notifications: connection lost");
                             conn = None;
                             subscribed.clear();
+                            backoff.failed();
+                            was_lost = had_connection;
+                            stale = true;
                         }
                     },
                     () = changed.notified() => stale = true,
@@ -441,13 +474,20 @@ async fn run_feed(
                 return;
             };
             for channel in &delta.subscribe {
-                registry.subscribed(channel);
+                if was_lost {
+                    registry.resubscribed(channel);
+                } else {
+                    registry.subscribed(channel);
+                }
             }
+            had_connection = true;
+            was_lost = false;
         } else {
             // Closing the connection drops its subscriptions.
             conn = None;
             subscribed.clear();
             backoff.failed();
+            was_lost = had_connection;
         }
     }
 }
@@ -657,8 +697,42 @@ mod tests {
         assert_eq!(backoff.failures, 2);
         assert!(backoff.retry_at.is_some());
         backoff.succeeded();
-        assert_eq!(backoff.failures, 0);
         assert!(backoff.retry_at.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_connection_that_lasted_resets_the_reconnection_pauses() {
+        let mut backoff = Backoff::default();
+        backoff.failed();
+        backoff.failed();
+        // Up, then lost at once: the pauses keep growing.
+        backoff.succeeded();
+        tokio::time::advance(Duration::from_millis(100)).await;
+        backoff.failed();
+        assert_eq!(backoff.failures, 3);
+        // Up for long enough: the next loss starts again from the first pause.
+        backoff.succeeded();
+        tokio::time::advance(LAST_RETRY).await;
+        backoff.succeeded();
+        backoff.failed();
+        assert_eq!(backoff.failures, 1);
+        let pause = backoff.retry_at.unwrap() - Instant::now();
+        assert!(pause <= FIRST_RETRY, "{pause:?}");
+    }
+
+    #[tokio::test]
+    async fn every_resubscription_after_a_lost_connection_wakes_one_waiter() {
+        let handoff = registry();
+        let interest = handoff.interest(vec!["c".to_owned()]);
+        handoff.inner.subscribed("c");
+        let soon = Instant::now() + Duration::from_secs(30);
+        assert!(interest.wait_until(soon).await);
+        for _reconnection in 0..2 {
+            handoff.inner.resubscribed("c");
+            assert!(interest.wait_until(soon).await);
+        }
+        let mut again = Box::pin(interest.wait_until(soon));
+        assert!(futures::poll!(&mut again).is_pending());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
