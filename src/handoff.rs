@@ -274,6 +274,50 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Starts every feed that is not running on the current runtime: all of
+    /// them the first time, and again any whose task has ended, e.g. with
+    /// the runtime it was spawned on (a `Redlock` shared across runtimes).
+    /// Without a runtime, nothing starts until a later call has one.
+    fn start_feeds(this: &Arc<Inner>) {
+        let mut feeds = this.feeds();
+        if feeds.is_empty() {
+            feeds.extend(this.clients.iter().map(|_| Feed {
+                changed: Arc::new(Notify::new()),
+                task: None,
+            }));
+        }
+        let dead = |feed: &Feed| feed.task.as_ref().is_none_or(AbortHandle::is_finished);
+        if !feeds.iter().any(dead) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for (index, (feed, client)) in feeds.iter_mut().zip(&this.clients).enumerate() {
+            if !dead(feed) {
+                continue;
+            }
+            let resumed = feed.task.is_some();
+            if resumed {
+                tracing::debug!(
+                    node = index,
+                    "release notifications: feed ended, starting it again"
+                );
+            }
+            let task = runtime.spawn(run_feed(
+                index,
+                client.clone(),
+                this.timeout,
+                Arc::downgrade(this),
+                Arc::clone(&feed.changed),
+                resumed,
+            ));
+            feed.task = Some(task.abort_handle());
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         let feeds = self
@@ -312,7 +356,7 @@ impl Handoff {
     /// each channel on every node if it is the first waiter. Must run
     /// inside a tokio runtime (the feeds are spawned on it).
     pub(crate) fn interest(&self, channels: Vec<String>) -> Interest {
-        self.start_feeds();
+        Inner::start_feeds(&self.inner);
         let mut notifies = Vec::with_capacity(channels.len());
         let mut new = false;
         {
@@ -331,29 +375,6 @@ impl Handoff {
             inner: Arc::clone(&self.inner),
             channels,
             notifies,
-        }
-    }
-
-    fn start_feeds(&self) {
-        let mut feeds = self.inner.feeds();
-        if !feeds.is_empty() {
-            return;
-        }
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        for (index, client) in self.inner.clients.iter().enumerate() {
-            let changed = Arc::new(Notify::new());
-            let task = runtime.as_ref().map(|runtime| {
-                runtime
-                    .spawn(run_feed(
-                        index,
-                        client.clone(),
-                        self.inner.timeout,
-                        Arc::downgrade(&self.inner),
-                        Arc::clone(&changed),
-                    ))
-                    .abort_handle()
-            });
-            feeds.push(Feed { changed, task });
         }
     }
 
@@ -376,6 +397,8 @@ impl Interest {
     /// Sleeps until `deadline` or until a release of one of the resources
     /// is heard; true when woken by a release.
     pub(crate) async fn wait_until(&self, deadline: Instant) -> bool {
+        // A waiter that outlived the runtime of the feeds brings them back.
+        Inner::start_feeds(&self.inner);
         let woken = future::select_all(self.notifies.iter().map(|n| n.notified().boxed()));
         tokio::select! {
             () = tokio::time::sleep_until(deadline) => false,
@@ -394,13 +417,15 @@ type Connection = (PubSubSink, PubSubStream);
 
 /// One node's feed: keeps its connection's subscriptions in line with the
 /// wanted set and turns messages into wake-ups. Ends when the registry is
-/// dropped.
+/// dropped. `resumed`: it replaces a feed that ended, whose subscriptions
+/// are gone.
 async fn run_feed(
     index: usize,
     client: Client,
     timeout: Duration,
     inner: Weak<Inner>,
     changed: Arc<Notify>,
+    resumed: bool,
 ) {
     let mut conn: Option<Connection> = None;
     // What `conn` is subscribed to.
@@ -408,8 +433,8 @@ async fn run_feed(
     let mut backoff = Backoff::default();
     // The connection may not match the wanted set.
     let mut stale = true;
-    // A connection was lost since the first one was in line.
-    let mut was_lost = false;
+    // A connection was lost since the last one was in line.
+    let mut was_lost = resumed;
     let mut had_connection = false;
     loop {
         if !stale {
@@ -427,7 +452,7 @@ async fn run_feed(
                             conn = None;
                             subscribed.clear();
                             backoff.failed();
-                            was_lost = had_connection;
+                            was_lost = true;
                             stale = true;
                         }
                     },
@@ -487,7 +512,7 @@ async fn run_feed(
             conn = None;
             subscribed.clear();
             backoff.failed();
-            was_lost = had_connection;
+            was_lost |= had_connection;
         }
     }
 }
@@ -753,6 +778,54 @@ mod tests {
             (1..=20).contains(&connects),
             "{connects} connection attempts for 4000 changes"
         );
+    }
+
+    fn feed_task(handoff: &Handoff) -> AbortHandle {
+        handoff.inner.feeds()[0].task.clone().unwrap()
+    }
+
+    #[test]
+    fn a_feed_that_ended_with_its_runtime_is_started_again_by_the_next_waiter() {
+        let handoff = registry();
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let first = runtime().block_on(async {
+            drop(handoff.interest(vec!["c".to_owned()]));
+            feed_task(&handoff)
+        });
+        assert!(first.is_finished(), "the feed outlived its runtime");
+        runtime().block_on(async {
+            let interest = handoff.interest(vec!["c".to_owned()]);
+            let second = feed_task(&handoff);
+            assert!(!second.is_finished(), "no feed on the second runtime");
+            // A waiter that outlives the feed's task brings it back too.
+            second.abort();
+            tokio::task::yield_now().await;
+            assert!(second.is_finished());
+            interest
+                .wait_until(Instant::now() + Duration::from_millis(1))
+                .await;
+            assert!(!feed_task(&handoff).is_finished());
+        });
+    }
+
+    #[test]
+    fn outside_a_runtime_no_feed_starts_and_the_next_waiter_inside_one_starts_them() {
+        let handoff = registry();
+        drop(handoff.interest(vec!["c".to_owned()]));
+        assert!(handoff.inner.feeds()[0].task.is_none());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let _interest = handoff.interest(vec!["c".to_owned()]);
+            assert!(!feed_task(&handoff).is_finished());
+        });
     }
 
     /// Tests against local redis-server nodes (feature `testkit`).
