@@ -215,3 +215,115 @@ async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
     assert!(gone, "a subscription outlived its waiters");
     guard.release().await.expect("release");
 }
+
+/// `CLIENT KILL TYPE pubsub` on the node at `url`: how many were killed.
+fn kill_pub_sub_clients(url: &str) -> i64 {
+    let cmd = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .clone();
+    match query::<i64>(url, &cmd) {
+        Ok(killed) => killed,
+        Err(e) => panic!("CLIENT KILL TYPE pubsub on {url}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_still_wakes_a_waiter_after_the_pub_sub_connections_are_killed() {
+    let cluster = cluster(3);
+    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
+    let delay = Duration::from_secs(30);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-killed");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        direct
+            .iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+
+    for url in &direct {
+        assert!(kill_pub_sub_clients(url) >= 1, "no pub/sub client on {url}");
+    }
+    // The resource keeps its waiter: no new subscription is asked for.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let Ok(joined) = tokio::time::timeout(Duration::from_secs(10), waiter).await else {
+        panic!("no wake-up within 10 s of the release: the waiter sleeps its {delay:?} retry delay")
+    };
+    let (result, acquired_at) = joined.expect("waiter task");
+    assert!(result.is_ok(), "waiter: {:?}", result.err());
+    assert!(acquired_at - released_at < Duration::from_secs(10));
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Takes `resource`, trying a few times: the node connections of a runtime
+/// that has shut down may fail their first call.
+async fn hold_retrying(redlock: &Redlock, resource: &str) -> LockGuard {
+    let mut last = None;
+    for _ in 0..5 {
+        match redlock.try_lock(resource, TTL).await {
+            Ok(guard) => return guard,
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("holder: {last:?}")
+}
+
+/// Holds `resource`, lets a waiter wait with `delay` retries, releases and
+/// returns how long after the release the waiter got the lock (None: not
+/// within 10 s).
+async fn hand_off(redlock: &Redlock, urls: &[String], resource: &str) -> Option<Duration> {
+    let guard = hold_retrying(redlock, resource).await;
+    let waiter = wait_for(redlock, resource);
+    // Give the waiter time to fail once and subscribe (if it can).
+    eventually(Duration::from_secs(5), || {
+        urls.iter().all(|u| subscribers(u, &channel(resource)) == 1)
+    })
+    .await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let joined = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .ok()?;
+    let (result, acquired_at) = joined.expect("waiter task");
+    match result {
+        Ok(guard) => guard.release().await.expect("waiter's release"),
+        Err(e) => panic!("waiter: {e}"),
+    }
+    Some(acquired_at - released_at)
+}
+
+#[test]
+fn a_redlock_outliving_its_first_runtime_still_hears_releases_on_the_next_one() {
+    let cluster = cluster(3);
+    let urls = cluster.urls();
+    let delay = Duration::from_secs(30);
+    let redlock = redlock(&urls, slow_retries(delay));
+    let resource = unique("handoff-runtimes");
+
+    // The release-notification feeds start on the first runtime.
+    let first = runtime().block_on(hand_off(&redlock, &urls, &resource));
+    assert!(first.is_some(), "no wake-up on the first runtime");
+    // That runtime is gone now, and its tasks with it.
+    let second = runtime().block_on(hand_off(&redlock, &urls, &resource));
+    assert!(
+        second.is_some(),
+        "no wake-up within 10 s of the release on the second runtime: \
+         the waiter sleeps its {delay:?} retry delay"
+    );
+}
