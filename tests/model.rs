@@ -14,6 +14,17 @@
 //! 4. once every fault is healed and every guard has ended, no lock key is
 //!    left on any node.
 //!
+//! Two checkers are told what the faults did, and only that: the oracle
+//! counts a node that refuses connections as holding nothing, so its
+//! readings are judged again with the nodes the nemesis had killed (kept
+//! down past every TTL, so granting nobody) counted as holding; and a
+//! token that did not increase is put down to the fault, not the library,
+//! when a node came back empty in between (counters must survive, as the
+//! README says) or a fast-clock proxy was on while the earlier token was
+//! written back (the proxy scales the second argument of any
+//! two-argument script, and the write-back's is the token). Both kinds
+//! are counted and printed apart; everything else fails the test.
+//!
 //! The negative controls at the end break the lock from outside and show
 //! that the same checkers report it.
 //!
