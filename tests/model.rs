@@ -1094,13 +1094,17 @@ async fn the_checkers_report_a_lock_deleted_from_a_quorum_while_its_guard_is_liv
     let one = first.lock("ledger", ttl).await.unwrap();
     let one_start = Instant::now();
     model.acquired(&one, called, one_start, 1);
+    // The lock returns at quorum; let the slower nodes' calls land too.
+    first.shutdown().await;
+    let key = first.lock_key("ledger");
+    let direct = cluster.direct_urls();
+    assert_eq!(common::holders(&direct, &key, one.value()), cluster.len());
     model.check(&first, &one, 1, "lock").await;
     assert_eq!(
         model.oracle_report(&no_faults),
         (vec![], vec![]),
         "a sound guard passes"
     );
-    let key = first.lock_key("ledger");
     for i in 0..first.quorum() {
         assert!(
             cluster.expire_now(i, &key).unwrap(),
