@@ -667,13 +667,7 @@ impl Client {
                 Err(Error::Expired) => "released (expired)".to_owned(),
                 Err(e) => format!("released ({e})"),
             };
-            self.model.tally(
-                "release",
-                match result {
-                    Ok(()) | Err(Error::Expired) => Ok(()),
-                    Err(e) => Err(cause(&e)),
-                },
-            );
+            self.model.tally("release", result.map_err(|e| cause(&e)));
             how
         } else {
             drop(live.guard);
