@@ -139,6 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if overlaps > 0 || total == 0 {
         return Err("mutual exclusion violated or no progress".into());
     }
+    redlock.shutdown().await;
     Ok(())
 }
 

@@ -52,5 +52,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     // A's release finds the lock gone and says so; B's keys are untouched.
     println!("A releases: {:?}", a.release().await);
     b.release().await?;
+    client_a.shutdown().await;
+    client_b.shutdown().await;
     Ok(())
 }

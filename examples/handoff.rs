@@ -118,5 +118,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "acquisitions per worker: min {min}, max {max}, min/max {:.2}",
         min as f64 / max.max(1) as f64
     );
+    redlock.shutdown().await;
     Ok(())
 }

@@ -84,5 +84,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         other => println!("   unexpected outcome: {other:?}"),
     }
+    redlock.shutdown().await;
     Ok(())
 }

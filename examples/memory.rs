@@ -73,5 +73,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("rss start: {:.2} MiB", mib(start_rss));
     println!("rss end:   {:.2} MiB", mib(end_rss));
     println!("rss growth: {:+.2} MiB", mib(end_rss) - mib(start_rss));
+    redlock.shutdown().await;
     Ok(())
 }

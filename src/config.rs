@@ -622,6 +622,34 @@ mod tests {
         assert!(Config::default().with_drift_factor(0.0).validate(5).is_ok());
     }
 
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// A duration in ms around the bounds: up to 20 years.
+        fn span() -> impl Strategy<Value = Duration> {
+            (1u64..20 * 365 * 86_400_000).prop_map(Duration::from_millis)
+        }
+
+        proptest! {
+            #[test]
+            fn each_duration_setting_is_accepted_exactly_up_to_its_bound(d in span()) {
+                let settings: [(Config, Duration); 7] = [
+                    (Config::default().with_drift_padding(d), MAX_TTL),
+                    (Config::default().with_min_validity(d), MAX_TTL),
+                    (Config::default().with_retry_delay(d), MAX_WAIT),
+                    (Config::default().with_retry_jitter(d), MAX_WAIT),
+                    (Config::default().with_acquire_timeout(Some(d)), MAX_TTL),
+                    (Config::default().with_node_timeout(d), MAX_WAIT),
+                    (Config::default().with_max_hold(Some(d)), MAX_TTL),
+                ];
+                for (config, bound) in settings {
+                    prop_assert_eq!(config.validate(5).is_ok(), d <= bound, "{:?}", config);
+                }
+            }
+        }
+    }
+
     #[test]
     fn zero_node_timeout_and_zero_acquire_timeout_are_rejected() {
         let config = Config::default().with_node_timeout(Duration::ZERO);

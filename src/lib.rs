@@ -44,8 +44,18 @@
 //! - No call ever deletes or extends a key that holds another owner's value.
 //! - Extending never re-creates a key that has gone (unless
 //!   `reseed_restarted_nodes` is on, and then only once a quorum still holds it).
+//! - At every moment a guard's [`LockGuard::remaining`] is at most the time
+//!   until the quorum-th longest-lived copy of its key expires on the
+//!   nodes: extension rounds of one lock (the watchdog's and manual ones)
+//!   run one at a time and reach each node in the order they started.
 //! - Nothing is left behind by a failed or cancelled acquisition, or by a
-//!   guard dropped without [`LockGuard::release`].
+//!   guard dropped without [`LockGuard::release`], provided the runtime
+//!   runs until the background release has finished:
+//!   [`Redlock::shutdown`] waits for it. A runtime that ends first drops
+//!   it, and the keys block the resource until their TTL.
+//! - Validity is measured on the monotonic clock, which stops while the
+//!   client host is suspended: a host resumed from suspend is a paused
+//!   process (see the caveats).
 //!
 //! ## Caveats
 //!

@@ -1,7 +1,7 @@
 //! One Redis master: a lazily opened, self-healing connection, a timeout on
 //! every call, and the lock commands.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -32,6 +32,27 @@ impl NodeError {
 /// The answer of one node call.
 pub(crate) type NodeResult<T> = std::result::Result<T, NodeError>;
 
+/// A connection and a task that lives as long as the runtime it is on.
+struct Connection {
+    manager: ConnectionManager,
+    runtime: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.runtime.abort();
+    }
+}
+
+/// The error for a node call made outside a tokio runtime.
+fn no_runtime() -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::Io,
+        "no tokio runtime",
+        "call redquorum from inside a tokio runtime".to_owned(),
+    ))
+}
+
 /// One independent Redis master.
 pub(crate) struct Node {
     /// Address (and database when not 0), never credentials: for messages.
@@ -41,8 +62,9 @@ pub(crate) struct Node {
     server: String,
     client: Client,
     /// Opened on first use, inside the caller's runtime, so that
-    /// construction does no I/O and needs no runtime.
-    conn: OnceLock<ConnectionManager>,
+    /// construction does no I/O and needs no runtime; opened again when
+    /// the runtime it lived on has shut down.
+    conn: Mutex<Option<Connection>>,
     timeout: Duration,
 }
 
@@ -72,7 +94,7 @@ impl Node {
             name,
             server,
             client,
-            conn: OnceLock::new(),
+            conn: Mutex::new(None),
             timeout,
         })
     }
@@ -98,16 +120,26 @@ impl Node {
     }
 
     fn connection(&self) -> NodeResult<ConnectionManager> {
-        if let Some(conn) = self.conn.get() {
-            return Ok(conn.clone());
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = conn.as_ref().filter(|c| !c.runtime.is_finished()) {
+            return Ok(live.manager.clone());
         }
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
-        let conn = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+        let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
             .map_err(NodeError::Redis)?;
-        Ok(self.conn.get_or_init(|| conn).clone())
+        // Ends (as a cancelled task) when the runtime shuts down, taking
+        // the connection's driver with it: the next call opens a new one.
+        let runtime = tokio::runtime::Handle::try_current()
+            .map(|runtime| runtime.spawn(std::future::pending::<()>()))
+            .map_err(|_| NodeError::Redis(no_runtime()))?;
+        *conn = Some(Connection {
+            manager: manager.clone(),
+            runtime,
+        });
+        Ok(manager)
     }
 
     /// Runs `script` with `keys` and `args`, bounded by the node timeout.

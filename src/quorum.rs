@@ -367,6 +367,66 @@ mod tests {
         assert_eq!(retry_pause(200 * MS, 100 * MS, 1.0), 300 * MS);
     }
 
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn an_early_decision_never_contradicts_the_full_count(
+                (nodes, quorum) in (1usize..=9).prop_flat_map(|n| (Just(n), n / 2 + 1..=n)),
+                answers in prop::collection::vec(any::<bool>(), 9),
+            ) {
+                let mut tally = Tally::new(nodes, quorum);
+                let mut decided = None;
+                for granted in &answers[..nodes] {
+                    if let Some(d) = tally.record(*granted) {
+                        decided = Some(d);
+                        break;
+                    }
+                }
+                let granted = answers[..nodes].iter().filter(|g| **g).count();
+                let expect = if granted >= quorum { Decision::Won } else { Decision::Lost };
+                prop_assert_eq!(decided, Some(expect));
+            }
+
+            #[test]
+            fn validity_is_what_is_left_and_never_more_than_the_ttl(
+                ttl in 0u64..10_000_000, elapsed in 0u64..10_000_000, drift in 0u64..1_000_000,
+            ) {
+                let (ttl, elapsed, drift) = (Duration::from_micros(ttl), Duration::from_micros(elapsed), Duration::from_micros(drift));
+                match validity(ttl, elapsed, drift) {
+                    Some(left) => {
+                        prop_assert!(!left.is_zero());
+                        prop_assert_eq!(left + elapsed + drift, ttl);
+                    }
+                    None => prop_assert!(elapsed + drift >= ttl),
+                }
+            }
+
+            #[test]
+            fn a_retry_pause_stays_within_the_jitter_around_the_delay(
+                base in 0u64..3_600_000, jitter in 0u64..3_600_000, unit in any::<f64>(),
+            ) {
+                let (base, jitter) = (Duration::from_millis(base), Duration::from_millis(jitter));
+                let pause = retry_pause(base, jitter, unit);
+                let slack = Duration::from_micros(1);
+                prop_assert!(pause <= base + jitter + slack);
+                prop_assert!(pause + jitter + slack >= base);
+            }
+
+            #[test]
+            fn drift_grows_with_the_ttl_and_never_overflows(
+                ttl in any::<u64>(), factor in 0.0f64..1.0, padding in any::<u64>(),
+            ) {
+                let (ttl, padding) = (Duration::from_millis(ttl), Duration::from_millis(padding));
+                let d = drift(ttl, factor, padding);
+                prop_assert!(d >= padding);
+                prop_assert!(d >= drift(ttl / 2, factor, padding));
+            }
+        }
+    }
+
     #[test]
     fn retry_pause_never_goes_below_zero_and_ignores_bad_draws() {
         assert_eq!(retry_pause(10 * MS, 100 * MS, 0.0), Duration::ZERO);

@@ -733,16 +733,10 @@ fn a_grandchild_that_ignores_sigterm_is_killed_when_the_lock_is_lost() {
     assert!(err.contains("SIGKILL"), "{err}");
 }
 
-#[test]
-fn sigtstp_stops_the_command_with_redquorum_and_sigcont_resumes_both() {
-    let nodes = cluster(3);
-    let mut command = redquorum(&nodes.urls());
-    run_args(
-        &mut command,
-        &unique("cli-tstp"),
-        &["--ttl", "30s"],
-        &["sh", "-c", "echo $$; read x; exit 3"],
-    );
+/// Spawns `redquorum run` whose command prints its pid first, sends it
+/// SIGTSTP and checks that both it and the command are stopped. Returns
+/// the child, its pid and the command's pid.
+fn spawn_and_stop(command: Command) -> (std::process::Child, u32, u32) {
     let mut child = spawn(command);
     let line = first_line(&mut child);
     let command_pid: u32 = line
@@ -759,6 +753,20 @@ fn sigtstp_stops_the_command_with_redquorum_and_sigcont_resumes_both() {
         );
         fail_after_cleanup(&mut child, command_pid, &why);
     }
+    (child, run_pid, command_pid)
+}
+
+#[test]
+fn sigtstp_stops_the_command_with_redquorum_and_sigcont_resumes_both() {
+    let nodes = cluster(3);
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &unique("cli-tstp"),
+        &["--ttl", "30s"],
+        &["sh", "-c", "echo $$; read x; exit 3"],
+    );
+    let (mut child, run_pid, command_pid) = spawn_and_stop(command);
 
     send(run_pid, "CONT");
     if !within(HANG, || !stopped(run_pid) && !stopped(command_pid)) {
@@ -790,22 +798,7 @@ fn a_lock_that_lapses_while_redquorum_is_stopped_gets_the_command_killed_not_res
         &["--ttl", "1s"],
         &["sh", "-c", &script],
     );
-    let mut child = spawn(command);
-    let line = first_line(&mut child);
-    let command_pid: u32 = line
-        .parse()
-        .unwrap_or_else(|_| panic!("command pid {line:?}: {}", stderr(&mut child)));
-    let run_pid = child.id();
-
-    send(run_pid, "TSTP");
-    if !within(HANG, || stopped(run_pid) && stopped(command_pid)) {
-        let why = format!(
-            "after SIGTSTP redquorum is {:?} and the command {:?}; both must be stopped (T)",
-            proc_state(run_pid),
-            proc_state(command_pid)
-        );
-        fail_after_cleanup(&mut child, command_pid, &why);
-    }
+    let (mut child, run_pid, command_pid) = spawn_and_stop(command);
 
     // Nothing extends the lock now: another run gets it once the TTL is over.
     let mut contender = redquorum(&nodes.urls());

@@ -50,6 +50,7 @@ fn counter(url: &str, resource: &str) -> Option<String> {
 async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_extensions() {
     let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fenced_config());
+    let oracle = redquorum::testkit::Oracle::new(nodes.direct_urls(), redlock.quorum());
     let resource = unique("fenced");
     let mut previous = None;
     for _ in 0..5 {
@@ -57,6 +58,7 @@ async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_ext
             .lock(&resource, Duration::from_secs(5))
             .await
             .unwrap_or_else(|e| panic!("lock: {e}"));
+        oracle.check(&redlock, &guard).await.unwrap();
         let token = guard.fencing_token().expect("fencing is on: a token");
         assert_eq!(guard.fencing_tokens(), Some(&[token][..]));
         if let Some(previous) = previous {
@@ -67,6 +69,7 @@ async fn tokens_increase_by_one_across_acquisitions_and_stay_the_same_across_ext
             .await
             .unwrap_or_else(|e| panic!("extend: {e}"));
         assert_eq!(guard.fencing_token(), Some(token));
+        oracle.check(&redlock, &guard).await.unwrap();
         guard
             .release()
             .await

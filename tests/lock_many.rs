@@ -21,6 +21,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
         .with_retry_delay(Duration::from_millis(4))
         .with_retry_jitter(Duration::from_millis(4));
     let redlock = redlock(&nodes.urls(), config);
+    let oracle = redquorum::testkit::Oracle::new(nodes.direct_urls(), redlock.quorum());
     let base = unique("many");
     let resources: Vec<String> = (0..5).map(|i| format!("{base}-{i}")).collect();
     let histories: Arc<HashMap<String, History>> = Arc::new(
@@ -33,6 +34,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
     let run_until = Instant::now() + Duration::from_secs(3);
     let mut tasks = Vec::new();
     for worker in 0..8 {
+        let oracle = oracle.clone();
         let (redlock, resources, histories, tokens) = (
             redlock.clone(),
             resources.clone(),
@@ -57,6 +59,9 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
                     Err(e) => panic!("worker {worker}: {e}"),
                 };
                 let start = Instant::now();
+                if let Err(violation) = oracle.check(&redlock, &guard).await {
+                    panic!("worker {worker}: {violation}");
+                }
                 let got = guard.fencing_tokens().expect("fencing is on").to_vec();
                 assert_eq!(got.len(), set.len());
                 assert_eq!(guard.resources(), set.as_slice());

@@ -44,8 +44,8 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use redquorum::testkit::{
-    FaultKind, History, KeyLife, LocalCluster, Nemesis, NemesisReport, ORACLE_TOLERANCE, Oracle,
-    SEED_ENV, Violation, quorum_life,
+    FaultKind, History, KeyLife, LocalCluster, Nemesis, ORACLE_TOLERANCE, Oracle, SEED_ENV,
+    Violation, quorum_life,
 };
 use redquorum::{Error, LockGuard, Redlock};
 use tokio::time::{Instant, sleep, timeout};
@@ -110,7 +110,7 @@ struct Note {
 /// A fencing token as issued.
 #[derive(Clone, Copy, Debug)]
 struct Issued {
-    /// When the acquisition was called (its write-back came later).
+    /// When the acquisition was called.
     called: Instant,
     /// When it returned.
     start: Instant,
@@ -150,64 +150,30 @@ struct Observed {
 }
 
 /// What the faults did that the checkers must take into account, and
-/// nothing else: when nodes were down (polled from their pids) and when a
-/// fast-clock proxy may have been on (from the nemesis log).
+/// nothing else: when nodes were down (polled from their pids).
 #[derive(Debug, Default)]
 struct Faults {
     /// Per node: (down from, back at), `None` while still down.
     down: Vec<Vec<(Instant, Option<Instant>)>>,
-    /// (node, instant it answered again, empty).
-    restarts: Vec<(usize, Instant)>,
-    /// Intervals in which a fast-clock proxy may have been on.
-    fast_clock: Vec<(Instant, Instant)>,
 }
 
 /// How late the node watcher may see a kill.
 const WATCH_SLACK: Duration = Duration::from_millis(50);
 
 impl Faults {
-    /// From the node watcher's events and the nemesis report (whose offsets
-    /// count from `nemesis_start`).
-    fn new(
-        nodes: usize,
-        events: &[(usize, Instant, bool)],
-        report: &NemesisReport,
-        nemesis_start: Instant,
-    ) -> Faults {
+    /// From the node watcher's events.
+    fn new(nodes: usize, events: &[(usize, Instant, bool)]) -> Faults {
         let mut faults = Faults {
             down: vec![Vec::new(); nodes],
-            ..Faults::default()
         };
         for &(node, at, up) in events {
             let periods = &mut faults.down[node];
             if up {
-                faults.restarts.push((node, at));
                 if let Some(last) = periods.last_mut() {
                     last.1 = Some(at);
                 }
             } else {
                 periods.push((at, None));
-            }
-        }
-        for line in &report.log {
-            // "{offset:.3}s {kind} on nodes [..]"
-            let mut words = line.split_whitespace();
-            let offset = words
-                .next()
-                .and_then(|w| w.strip_suffix('s'))
-                .and_then(|w| w.parse::<f64>().ok());
-            let Some(offset) = offset else {
-                panic!(
-                    "seed={}: cannot read the nemesis log line {line:?}",
-                    report.seed
-                );
-            };
-            if words.next() == Some("FastClockMinority") {
-                let from = nemesis_start + Duration::from_secs_f64(offset);
-                // A fault is held at most twice the TTL.
-                faults
-                    .fast_clock
-                    .push((from, from + 2 * MAX_TTL + Duration::from_millis(200)));
             }
         }
         faults
@@ -221,20 +187,6 @@ impl Faults {
                     && back.is_none_or(|back| back >= from)
             })
         })
-    }
-
-    /// A node that came back empty within `[from, to]`.
-    fn restart_within(&self, from: Instant, to: Instant) -> Option<(usize, Instant)> {
-        self.restarts
-            .iter()
-            .copied()
-            .find(|&(_, at)| at >= from && at <= to)
-    }
-
-    fn fast_clock_within(&self, from: Instant, to: Instant) -> bool {
-        self.fast_clock
-            .iter()
-            .any(|&(on, off)| on <= to && off >= from)
     }
 }
 
@@ -479,13 +431,10 @@ impl Model {
     }
 
     /// Consecutive fenced acquisitions of a resource (in the order they
-    /// returned) whose token did not increase. Two causes outside the
-    /// library are told apart, and only they: a node that came back empty
-    /// in between lost its counters (the README's caveat: counters must
-    /// survive), and a fast-clock proxy on while the first token was
-    /// written back rewrote it (it scales the second argument of any
-    /// two-argument script, which for the write-back is the token).
-    fn token_report(&self, faults: &Faults) -> TokenReport {
+    /// returned) whose token did not increase. None is excused: the nodes
+    /// keep their counters across the nemesis's kills (AOF), as fencing
+    /// requires.
+    fn token_report(&self) -> TokenReport {
         let mut issued = lock(&self.tokens).clone();
         let mut report = TokenReport::default();
         for (resource, tokens) in &mut issued {
@@ -497,27 +446,18 @@ impl Model {
                     continue;
                 }
                 let text = format!(
-                    "{resource}: token {} (client {}, {:.3}s) after token {} (client {}, {:.3}s)",
+                    "{resource}: token {} (client {}, called {:.3}s, returned {:.3}s) after token {} \
+                     (client {}, called {:.3}s, returned {:.3}s)",
                     b.token,
                     b.client,
+                    self.at(b.called),
                     self.at(b.start),
                     a.token,
                     a.client,
+                    self.at(a.called),
                     self.at(a.start)
                 );
-                let settle = Duration::from_millis(100);
-                if let Some((node, at)) = faults.restart_within(a.called, b.start + settle) {
-                    report.explained.push(format!(
-                        "{text} [node {node} came back empty at {:.3}s]",
-                        self.at(at)
-                    ));
-                } else if faults.fast_clock_within(a.called, a.start + settle) {
-                    report
-                        .explained
-                        .push(format!("{text} [a fast-clock proxy was on]"));
-                } else {
-                    report.regressions.push(text);
-                }
+                report.regressions.push(text);
             }
         }
         report
@@ -529,10 +469,8 @@ impl Model {
 struct TokenReport {
     /// Pairs of consecutive acquisitions compared.
     checked: usize,
-    /// Tokens that did not increase, unexplained.
+    /// Tokens that did not increase.
     regressions: Vec<String>,
-    /// Tokens that did not increase because of a fault outside the library.
-    explained: Vec<String>,
 }
 
 /// Lock keys under `prefix` on every node, as `(node, key)`.
@@ -921,6 +859,15 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
     let secs = model_secs();
     eprintln!("[model] seed={seed} secs={secs} (replay with {SEED_ENV}={seed})");
     let cluster = Arc::new(common::cluster(5));
+    // Killed nodes come back with what they acknowledged: fencing tokens
+    // only promise to increase on nodes that keep their counters.
+    tokio::task::block_in_place(|| {
+        for i in 0..cluster.len() {
+            cluster
+                .enable_aof(i)
+                .unwrap_or_else(|e| panic!("AOF on node {i}: {e}"));
+        }
+    });
     let prefix = format!("model-{seed:016x}:");
     let config = common::fast_config()
         .with_extend_at(0.5)
@@ -936,8 +883,9 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|i| tokio::spawn(Client::new(i, seed, &plain, &fenced, &model).run(until)))
         .collect();
-    let nemesis = Nemesis::new(Arc::clone(&cluster), seed, MAX_TTL).with_kinds(&FAULTS);
-    let nemesis_start = Instant::now();
+    let nemesis = Nemesis::new(Arc::clone(&cluster), seed, MAX_TTL)
+        .with_kinds(&FAULTS)
+        .with_durable_restarts();
     // run() heals every node before it returns.
     let report = nemesis.run(duration).await;
     let mut clients = Vec::new();
@@ -965,11 +913,11 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
     let events = watcher
         .join()
         .unwrap_or_else(|_| panic!("seed={seed}: the node watcher failed"));
-    let faults = Faults::new(cluster.len(), &events, &report, nemesis_start);
+    let faults = Faults::new(cluster.len(), &events);
 
     let overlaps = model.overlaps();
     let (violations, down_readings) = model.oracle_report(&faults);
-    let tokens = model.token_report(&faults);
+    let tokens = model.token_report();
     let stats = model.stats();
     let ops: u64 = stats
         .ops
@@ -979,7 +927,7 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
     let summary = format!(
         "[model] seed={seed} secs={secs} ops={ops} acquired={} nested={} faults={} overlaps={} \
          oracle_checks={} oracle_violations={} oracle_down_node_readings={} oracle_inconclusive={} \
-         tokens_checked={} token_regressions={} token_regressions_explained={} keys_left={}",
+         tokens_checked={} token_regressions={} keys_left={}",
         stats.acquired,
         stats.nested,
         report.faults(),
@@ -990,7 +938,6 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
         stats.oracle_inconclusive,
         tokens.checked,
         tokens.regressions.len(),
-        tokens.explained.len(),
         left.len(),
     );
     for (op, tally) in &stats.ops {
@@ -999,17 +946,17 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
     for line in down_readings.iter().take(3) {
         eprintln!("[model] oracle, down node: {line}");
     }
-    for line in tokens.explained.iter().take(5) {
-        eprintln!("[model] fencing, explained: {line}");
-    }
     eprintln!("{summary}");
     let mut problems = Vec::new();
+    // Up to ten of each kind, so that one kind cannot hide another.
     problems.extend(overlaps.iter().map(|o| format!("overlap: {o}")));
     problems.extend(violations.iter().map(|v| format!("oracle: {v}")));
     problems.extend(tokens.regressions.iter().map(|r| format!("fencing: {r}")));
     problems.extend(left.iter().map(|(i, k)| format!("left on node {i}: {k}")));
-    for problem in problems.iter().take(20) {
-        eprintln!("[model] {problem}");
+    for kind in ["overlap:", "oracle:", "fencing:", "left on"] {
+        for problem in problems.iter().filter(|p| p.starts_with(kind)).take(10) {
+            eprintln!("[model] {problem}");
+        }
     }
     assert!(
         problems.is_empty(),
@@ -1060,7 +1007,7 @@ async fn random_clients_under_minority_faults_keep_exclusion_validity_fencing_an
             "seed={seed}: no nested reentrant hold\n{summary}"
         );
         assert!(
-            tokens.checked > tokens.explained.len(),
+            tokens.checked > 0,
             "seed={seed}: no fencing token compared\n{summary}"
         );
         assert!(
@@ -1180,9 +1127,8 @@ async fn the_token_check_reports_a_fencing_counter_lost_on_every_node() {
     };
     assert_eq!(take().await, Some(1));
     assert_eq!(take().await, Some(2));
-    let no_faults = Faults::default();
     assert_eq!(
-        model.token_report(&no_faults),
+        model.token_report(),
         TokenReport {
             checked: 1,
             ..TokenReport::default()
@@ -1196,17 +1142,9 @@ async fn the_token_check_reports_a_fencing_counter_lost_on_every_node() {
             "node {i} had the counter"
         );
     }
-    let forgotten = Instant::now();
     assert_eq!(take().await, Some(1));
-    let report = model.token_report(&no_faults);
+    let report = model.token_report();
     println!("[model control] tokens: {report:?}");
     assert_eq!(report.checked, 2);
     assert_eq!(report.regressions.len(), 1, "the token check reports it");
-    // A node that came back empty in between would explain it.
-    let restarted = Faults {
-        restarts: vec![(0, forgotten)],
-        ..Faults::default()
-    };
-    let report = model.token_report(&restarted);
-    assert_eq!((report.regressions.len(), report.explained.len()), (0, 1));
 }

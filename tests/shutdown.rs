@@ -26,6 +26,21 @@ fn on_a_runtime_that_then_ends<F: Future<Output = ()>>(body: F) {
     runtime.block_on(body);
 }
 
+/// Locks `resource`, drops the guard, and (with `shutdown`) awaits
+/// `shutdown()`, all on a runtime that ends right after.
+fn drop_a_guard_as_the_runtime_ends(redlock: &Redlock, resource: &str, shutdown: bool) {
+    on_a_runtime_that_then_ends(async {
+        let guard = redlock
+            .lock(resource, Duration::from_secs(60))
+            .await
+            .unwrap();
+        drop(guard);
+        if shutdown {
+            redlock.shutdown().await;
+        }
+    });
+}
+
 fn slow_cluster() -> (LocalCluster, Redlock) {
     let cluster = cluster(5);
     let redlock = redlock(&cluster.urls(), fast_config());
@@ -36,14 +51,7 @@ fn slow_cluster() -> (LocalCluster, Redlock) {
 fn a_guard_dropped_just_before_the_runtime_ends_leaves_no_key_once_shutdown_returns() {
     let (cluster, redlock) = slow_cluster();
     let resource = unique("drop-then-exit");
-    on_a_runtime_that_then_ends(async {
-        let guard = redlock
-            .lock(&resource, Duration::from_secs(60))
-            .await
-            .unwrap();
-        drop(guard);
-        redlock.shutdown().await;
-    });
+    drop_a_guard_as_the_runtime_ends(&redlock, &resource, true);
     assert_eq!(holders(&cluster, &resource), 0);
 }
 
@@ -56,13 +64,7 @@ fn without_shutdown_a_guard_dropped_as_the_runtime_ends_leaves_its_keys() {
         cluster.set_proxy(i, ProxyMode::Delay(Duration::from_millis(20)));
     }
     let resource = unique("drop-no-shutdown");
-    on_a_runtime_that_then_ends(async {
-        let guard = redlock
-            .lock(&resource, Duration::from_secs(60))
-            .await
-            .unwrap();
-        drop(guard);
-    });
+    drop_a_guard_as_the_runtime_ends(&redlock, &resource, false);
     assert!(holders(&cluster, &resource) >= 3);
 }
 

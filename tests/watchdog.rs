@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use redquorum::testkit::{LocalCluster, ProxyMode};
+use redquorum::testkit::{LocalCluster, Oracle, ProxyMode};
 use redquorum::{Error, LockGuard, Redlock};
 use tokio::time::{Instant, sleep, timeout};
 
@@ -355,7 +355,10 @@ async fn with_reseeding_on_a_node_restarted_empty_gets_the_key_back_at_the_next_
     .await;
     assert!(back, "the key did not come back on the restarted node");
     assert!(!guard.is_lost());
+    let oracle = Oracle::new(cluster.direct_urls(), redlock.quorum());
+    oracle.check(&redlock, &guard).await.unwrap();
     sleep(extension_period(ttl)).await; // one more extension
+    oracle.check(&redlock, &guard).await.unwrap();
     assert_eq!(
         get(&cluster.direct_url(1), &key(&resource)).as_deref(),
         Some("someone-else")

@@ -110,6 +110,8 @@ pub struct Nemesis {
     rng: StdRng,
     ttl: Duration,
     kinds: Vec<FaultKind>,
+    /// Killed nodes come back with their AOF instead of empty.
+    durable: bool,
 }
 
 impl Nemesis {
@@ -123,6 +125,7 @@ impl Nemesis {
             rng: StdRng::seed_from_u64(seed),
             ttl,
             kinds: FaultKind::ALL.to_vec(),
+            durable: false,
         }
     }
 
@@ -132,6 +135,18 @@ impl Nemesis {
         if !kinds.is_empty() {
             self.kinds = kinds.to_vec();
         }
+        self
+    }
+
+    /// Killed nodes come back with what they acknowledged (their AOF),
+    /// fencing counters included, as nodes run with `appendonly yes` and
+    /// `appendfsync always` do, instead of empty. Turn AOF on first
+    /// ([`LocalCluster::enable_aof`]) on every node. Without it, a node
+    /// restarted empty forgets its fencing counters, which can let a token
+    /// go backwards (the documented caveat of fencing).
+    #[must_use]
+    pub fn with_durable_restarts(mut self) -> Self {
+        self.durable = true;
         self
     }
 
@@ -226,7 +241,11 @@ impl Nemesis {
                 self.blocking(nodes, |c, i| c.kill(i)).await?;
                 // Down longer than any key it held could live.
                 tokio::time::sleep(hold.max(ttl + ttl / 2)).await;
-                self.blocking(nodes, |c, i| c.restart_empty(i)).await?;
+                if self.durable {
+                    self.blocking(nodes, |c, i| c.restart_with_aof(i)).await?;
+                } else {
+                    self.blocking(nodes, |c, i| c.restart_empty(i)).await?;
+                }
             }
             FaultKind::PauseOne | FaultKind::PauseMajority => {
                 self.blocking(nodes, |c, i| c.pause(i)).await?;

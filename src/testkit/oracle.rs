@@ -17,12 +17,12 @@ pub const ORACLE_TOLERANCE: Duration = Duration::from_millis(5);
 /// What one node says of one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyLife {
-    /// The key is gone (or the node is down: it lost its keys).
+    /// The key is gone from a node that answers.
     Gone,
     /// The key expires after this long.
     Expires(Duration),
-    /// The key never expires, or the node could not be read in time (it
-    /// may be paused): nothing can be said against the guard.
+    /// The key never expires, or the node could not be read (it is down,
+    /// paused, or slow): nothing can be said against the guard.
     Unbounded,
 }
 
@@ -58,9 +58,10 @@ impl std::error::Error for Violation {}
 ///
 /// The keys are read first and the guard after, so the check can only be
 /// too lenient by the time the reads took, never too strict. A node that
-/// cannot be read in time counts as holding the key forever (it may be
-/// paused with the key in memory); a node that refuses the connection
-/// counts as holding nothing.
+/// cannot be read (down, paused) counts as holding the key forever: it
+/// votes for no one while it cannot answer, and a node that forgets keys
+/// when it comes back (an empty restart inside the TTL) breaks Redlock's
+/// assumptions, which the mutual-exclusion checker, not this one, catches.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -185,8 +186,10 @@ async fn read_life(url: &str, key: &str) -> KeyLife {
         Ok(Ok(-2)) => KeyLife::Gone,
         Ok(Ok(ms)) if ms < 0 => KeyLife::Unbounded,
         Ok(Ok(ms)) => KeyLife::Expires(Duration::from_millis(ms.unsigned_abs())),
-        // Refused: the node is down, its keys are gone with it.
-        Ok(Err(e)) if e.is_connection_refusal() => KeyLife::Gone,
+        // Down, paused or cut off: a node that cannot answer votes for no
+        // one. Whether it comes back with the key, or only after the key
+        // would have expired, is up to its restart (the faults' business);
+        // nothing can be said against the guard.
         Ok(Err(_)) | Err(_) => KeyLife::Unbounded,
     }
 }

@@ -166,13 +166,22 @@ mod tests {
     #[test]
     fn the_extend_script_ttl_is_rewritten_and_release_is_not() {
         let mut r = Rewriter::default();
-        let extend = req(&["EVALSHA", "abc", "1", "k", "v", "1000"]);
-        let release = req(&["EVALSHA", "def", "1", "k", "v"]);
+        let sha = crate::scripts::EXTEND.get_hash();
+        let extend = req(&["EVALSHA", sha, "1", "k", "v", "1000"]);
+        let release = req(&["EVALSHA", crate::scripts::RELEASE.get_hash(), "1", "k", "v"]);
         let mut both = extend.clone();
         both.extend_from_slice(&release);
-        let mut expected = req(&["EVALSHA", "abc", "1", "k", "v", "500"]);
+        let mut expected = req(&["EVALSHA", sha, "1", "k", "v", "500"]);
         expected.extend_from_slice(&release);
         assert_eq!(r.feed(&both, 2000), expected);
+    }
+
+    #[test]
+    fn a_script_with_two_arguments_but_no_ttl_is_forwarded_unchanged() {
+        // The fencing write-back takes (value, token): the token is no TTL.
+        let mut r = Rewriter::default();
+        let write_back = req(&["EVALSHA", "0123456789abcdef", "2", "l", "f", "v", "1000"]);
+        assert_eq!(r.feed(&write_back, 2000), write_back);
     }
 
     #[test]

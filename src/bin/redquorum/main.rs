@@ -108,28 +108,11 @@ fn main() -> ExitCode {
             return exit_code(EX_SOFTWARE);
         }
     };
-    let settle = cli.node_timeout * 3;
-    let exit = runtime.block_on(async {
-        let exit = dispatch(cli).await;
-        settle_background_work(settle).await;
-        exit
-    });
+    let exit = runtime.block_on(dispatch(cli));
     if let Some(message) = &exit.message {
         eprintln!("redquorum: {message}");
     }
     exit_code(exit.code)
-}
-
-/// Lets calls still in flight finish before the process exits: a release
-/// returns once a quorum has answered, and the other nodes' deletes (or an
-/// acquisition's late replies) complete in background tasks, each bounded
-/// by the node timeout. Exiting earlier would leave their keys until the TTL.
-async fn settle_background_work(limit: std::time::Duration) {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let give_up = tokio::time::Instant::now() + limit;
-    while metrics.num_alive_tasks() > 0 && tokio::time::Instant::now() < give_up {
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
 }
 
 fn exit_code(code: i32) -> ExitCode {

@@ -218,17 +218,24 @@ enum End {
 
 /// Runs `redquorum run`.
 pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
-    match run_inner(nodes, config, args).await {
+    let config = config.with_fencing(args.fencing);
+    let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config) {
+        Ok(redlock) => redlock,
+        Err(e) => return not_acquired(e),
+    };
+    let exit = match run_inner(&redlock, args).await {
         Ok(exit) | Err(exit) => exit,
-    }
+    };
+    // A release returns at quorum; the slower nodes' deletes (and the
+    // clean-up of a cancelled attempt) finish before the process exits,
+    // or their keys would block the next run until the TTL.
+    redlock.shutdown().await;
+    exit
 }
 
-async fn run_inner(nodes: &[String], config: Config, args: &RunArgs) -> Result<Exit, Exit> {
-    let config = config.with_fencing(args.fencing);
-    let redlock =
-        Redlock::with_config(nodes.iter().map(String::as_str), config).map_err(not_acquired)?;
+async fn run_inner(redlock: &Redlock, args: &RunArgs) -> Result<Exit, Exit> {
     let mut signals = Signals::new()?;
-    let mut guard = acquire(&redlock, args, &mut signals).await?;
+    let mut guard = acquire(redlock, args, &mut signals).await?;
     let mut child = match spawn(args, &guard) {
         Ok(child) => child,
         Err(exit) => {
