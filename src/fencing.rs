@@ -36,7 +36,7 @@ use crate::value;
 /// ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
 /// Returns nil when any lock key exists (nothing is written then), else the
 /// n counters as decimal strings ("0" for a counter never written).
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local n = #KEYS / 2

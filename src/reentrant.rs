@@ -75,7 +75,7 @@ fn with_prelude(body: &str) -> Script {
 /// milliseconds. Returns 1 when the hold is ours (the key was free, or is
 /// held by this owner), 0 when the key holds anything else. The key's TTL
 /// becomes the latest expiry among its holds, so never shorter than before.
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     with_prelude(
         r"
 local at = now()
@@ -129,7 +129,7 @@ return n
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
-static EXTEND: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
     with_prelude(
         r"
 for i = 1, #KEYS do

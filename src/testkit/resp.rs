@@ -11,11 +11,14 @@
 //! `r` times faster:
 //! - `SET ... PX n`: the argument after `PX`;
 //! - `PEXPIRE key n`: the TTL argument;
-//! - `EVAL`/`EVALSHA script numkeys keys... argv...` with exactly two ARGV,
-//!   the second an integer: that second ARGV (the TTL contract of the
-//!   acquire-many and extend scripts).
+//! - `EVALSHA sha numkeys keys... argv...` of one of the library's scripts
+//!   that set or extend a TTL (known by its hash): its TTL argument. (The
+//!   library sends scripts by hash; after `NOSCRIPT` it loads them with
+//!   `SCRIPT LOAD` and sends the hash again.)
 //!
 //! Everything else is forwarded byte for byte.
+
+use std::sync::LazyLock;
 
 /// Buffers the client-to-server byte stream and rewrites whole requests.
 #[derive(Debug, Default)]
@@ -107,19 +110,36 @@ fn scaled(arg: &[u8], per_mille: u32) -> Option<Vec<u8>> {
     Some(scaled.to_string().into_bytes())
 }
 
+/// Which ARGV (from 0) of the script with `sha` is a TTL in milliseconds:
+/// the library's scripts that set or extend a TTL, known by their hash
+/// (a script's arguments alone do not tell a TTL from, say, a token).
+fn ttl_argument(sha: &str) -> Option<usize> {
+    static TTL_SCRIPTS: LazyLock<Vec<(&'static str, usize)>> = LazyLock::new(|| {
+        vec![
+            (crate::scripts::ACQUIRE_ALL.get_hash(), 1),
+            (crate::scripts::EXTEND.get_hash(), 1),
+            (crate::scripts::EXTEND_OR_MISSING.get_hash(), 1),
+            (crate::scripts::RESEED.get_hash(), 1),
+            (crate::fencing::ACQUIRE.get_hash(), 1),
+            (crate::reentrant::ACQUIRE.get_hash(), 2),
+            (crate::reentrant::EXTEND.get_hash(), 1),
+        ]
+    });
+    TTL_SCRIPTS
+        .iter()
+        .find(|(hash, _)| hash.eq_ignore_ascii_case(sha))
+        .map(|(_, index)| *index)
+}
+
 /// The rewritten arguments, or `None` if the request has no TTL to change.
 fn rewrite(args: &[Vec<u8>], per_mille: u32) -> Option<Vec<Vec<u8>>> {
     let name = args.first()?.to_ascii_uppercase();
     let index = match name.as_slice() {
         b"SET" => args.iter().position(|a| a.eq_ignore_ascii_case(b"PX"))? + 1,
         b"PEXPIRE" => 2,
-        b"EVAL" | b"EVALSHA" => {
+        b"EVALSHA" => {
             let numkeys = number(args.get(2)?)?;
-            let first_argv = 3 + numkeys;
-            if args.len() != first_argv + 2 {
-                return None;
-            }
-            first_argv + 1
+            3 + numkeys + ttl_argument(std::str::from_utf8(args.get(1)?).ok()?)?
         }
         _ => return None,
     };
