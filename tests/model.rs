@@ -1070,7 +1070,6 @@ async fn the_checkers_report_a_lock_deleted_from_a_quorum_while_its_guard_is_liv
                 }
             })
             .collect(),
-        ..Faults::default()
     };
     assert!(down.was_down(0, now, now));
     assert_eq!(model.oracle_report(&down).0, Vec::<String>::new());

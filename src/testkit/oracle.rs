@@ -11,6 +11,10 @@ use crate::{LockGuard, Redlock};
 /// unreadable (paused, say).
 const READ_TIMEOUT: Duration = Duration::from_millis(250);
 
+/// How many times [`Oracle::check`] reads the keys while the guard's
+/// deadline keeps moving before it gives up (says nothing).
+const READS: usize = 3;
+
 /// The default slack of [`Oracle::check`]: `PTTL` is whole milliseconds.
 pub const ORACLE_TOLERANCE: Duration = Duration::from_millis(5);
 
@@ -57,7 +61,9 @@ impl std::error::Error for Violation {}
 /// more than a quorum of nodes still holds.
 ///
 /// The keys are read first and the guard after, so the check can only be
-/// too lenient by the time the reads took, never too strict. A node that
+/// too lenient by the time the reads took, never too strict; when the
+/// guard's deadline moved during the reads (an extension landed), the keys
+/// are read again, and after three such moves the check says nothing. A node that
 /// cannot be read (down, paused) counts as holding the key forever: it
 /// votes for no one while it cannot answer, and a node that forgets keys
 /// when it comes back (an empty restart inside the TTL) breaks Redlock's
@@ -122,29 +128,39 @@ impl Oracle {
     /// The [`Violation`] when the guard claims more validity than a quorum
     /// of nodes holds its keys for (plus the tolerance).
     pub async fn check(&self, redlock: &Redlock, guard: &LockGuard) -> Result<(), Violation> {
-        let mut lives = Vec::with_capacity(guard.resources().len());
-        let mut shortest: Option<Duration> = None;
-        for resource in guard.resources() {
-            let key = redlock.lock_key(resource);
-            let key_lives = self.lives(&key).await;
-            if let Some(life) = quorum_life(&key_lives, self.quorum) {
-                shortest = Some(shortest.map_or(life, |s| s.min(life)));
+        // An extension that lands while the keys are read (the watchdog's)
+        // would compare the old TTLs with the new deadline: read again.
+        for _ in 0..READS {
+            let before = guard.valid_until();
+            let mut lives = Vec::with_capacity(guard.resources().len());
+            let mut shortest: Option<Duration> = None;
+            for resource in guard.resources() {
+                let key = redlock.lock_key(resource);
+                let key_lives = self.lives(&key).await;
+                if let Some(life) = quorum_life(&key_lives, self.quorum) {
+                    shortest = Some(shortest.map_or(life, |s| s.min(life)));
+                }
+                lives.push(key_lives);
             }
-            lives.push(key_lives);
-        }
-        // Read after the nodes: the guard's claim can only have shrunk.
-        let remaining = guard.remaining();
-        let Some(quorum_life) = shortest else {
+            if guard.valid_until() != before {
+                continue;
+            }
+            // Read after the nodes: the guard's claim can only have shrunk.
+            let remaining = guard.remaining();
+            let Some(quorum_life) = shortest else {
+                return Ok(());
+            };
+            if remaining > quorum_life + self.tolerance {
+                return Err(Violation {
+                    resources: guard.resources().to_vec(),
+                    remaining,
+                    quorum_life,
+                    lives,
+                });
+            }
             return Ok(());
-        };
-        if remaining > quorum_life + self.tolerance {
-            return Err(Violation {
-                resources: guard.resources().to_vec(),
-                remaining,
-                quorum_life,
-                lives,
-            });
         }
+        // The deadline kept moving: nothing can be said this time.
         Ok(())
     }
 }
