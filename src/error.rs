@@ -49,13 +49,10 @@ pub enum Error {
     /// [`Redlock::check`](crate::Redlock::check) found misconfigured nodes:
     /// one entry per problem, each naming its node and what to change.
     #[error("misconfigured nodes: {}", list_problems(.0))]
-    Misconfigured(Vec<crate::check::NodeProblem>),
-    /// A node error that is the whole story.
-    #[error("redis error: {0}")]
-    Redis(#[from] redis::RedisError),
+    Misconfigured(Vec<crate::problem::NodeProblem>),
 }
 
-fn list_problems(problems: &[crate::check::NodeProblem]) -> String {
+fn list_problems(problems: &[crate::problem::NodeProblem]) -> String {
     let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
     texts.join("; ")
 }
@@ -67,18 +64,20 @@ fn list_problems(problems: &[crate::check::NodeProblem]) -> String {
 /// ```
 /// use redquorum::NodeOutcome;
 ///
-/// let outcome = NodeOutcome::Held;
+/// let outcome = NodeOutcome::Refused;
 /// assert!(!outcome.is_success());
 /// assert!(!outcome.is_unavailable());
-/// assert_eq!(outcome.to_string(), "held by another owner");
+/// assert_eq!(outcome.to_string(), "refused");
 /// ```
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeOutcome {
-    /// The node granted the request (lock set, extended or released).
-    Acquired,
-    /// The key holds another owner's value (or is missing, for extend/release).
-    Held,
+    /// The node granted the request: the lock set, extended or released.
+    Granted,
+    /// The node refused: for an acquisition, another owner holds the key;
+    /// for an extension or a release, the key is no longer ours (expired,
+    /// or another owner's).
+    Refused,
     /// No answer within the node timeout.
     TimedOut,
     /// A connection or server error, with its text.
@@ -91,10 +90,10 @@ impl NodeOutcome {
     /// True when the node granted the request.
     ///
     /// ```
-    /// assert!(redquorum::NodeOutcome::Acquired.is_success());
+    /// assert!(redquorum::NodeOutcome::Granted.is_success());
     /// ```
     pub fn is_success(&self) -> bool {
-        matches!(self, NodeOutcome::Acquired)
+        matches!(self, NodeOutcome::Granted)
     }
 
     /// True when the node could not be used (timeout or error), as opposed
@@ -111,8 +110,8 @@ impl NodeOutcome {
 impl fmt::Display for NodeOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NodeOutcome::Acquired => f.write_str("acquired"),
-            NodeOutcome::Held => f.write_str("held by another owner"),
+            NodeOutcome::Granted => f.write_str("granted"),
+            NodeOutcome::Refused => f.write_str("refused"),
             NodeOutcome::TimedOut => f.write_str("timed out"),
             NodeOutcome::Failed(why) => write!(f, "error: {why}"),
             NodeOutcome::Pending => f.write_str("no answer yet"),
@@ -120,14 +119,21 @@ impl fmt::Display for NodeOutcome {
     }
 }
 
-/// One node's answer: which node, and what it said.
+/// One node's answer: which node, and what it said. Read from
+/// [`Attempts::nodes`]; shown as `127.0.0.1:7001: timed out`.
 ///
-/// ```
-/// use redquorum::{NodeOutcome, NodeReport};
+/// ```no_run
+/// use redquorum::{Error, NodeOutcome};
 ///
-/// let report = NodeReport::new("127.0.0.1:7001", NodeOutcome::TimedOut);
-/// assert_eq!(report.node(), "127.0.0.1:7001");
-/// assert_eq!(report.to_string(), "127.0.0.1:7001: timed out");
+/// # async fn run(redlock: redquorum::Redlock) {
+/// if let Err(Error::NotAcquired(why)) = redlock.try_lock("jobs", std::time::Duration::from_secs(5)).await {
+///     for report in why.nodes() {
+///         if report.outcome().is_unavailable() {
+///             eprintln!("{report}"); // e.g. "127.0.0.1:7001: timed out"
+///         }
+///     }
+/// }
+/// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeReport {
@@ -137,7 +143,7 @@ pub struct NodeReport {
 
 impl NodeReport {
     /// A report for `node` (its address, without credentials).
-    pub fn new(node: impl Into<String>, outcome: NodeOutcome) -> Self {
+    pub(crate) fn new(node: impl Into<String>, outcome: NodeOutcome) -> Self {
         NodeReport {
             node: node.into(),
             outcome,
@@ -166,22 +172,20 @@ impl fmt::Display for NodeReport {
 ///
 /// # Examples
 ///
-/// ```
-/// use redquorum::{Attempts, NodeOutcome, NodeReport};
+/// ```no_run
+/// use std::time::Duration;
+/// use redquorum::Error;
 ///
-/// let attempts = Attempts::new(
-///     "jobs",
-///     3,
-///     2,
-///     vec![
-///         NodeReport::new("a:6379", NodeOutcome::Held),
-///         NodeReport::new("b:6379", NodeOutcome::Held),
-///         NodeReport::new("c:6379", NodeOutcome::Acquired),
-///     ],
-/// );
-/// assert!(attempts.is_contended());
-/// assert!(!attempts.is_unavailable());
-/// assert_eq!(attempts.attempts(), 3);
+/// # async fn run(redlock: redquorum::Redlock) {
+/// match redlock.lock("jobs", Duration::from_secs(5)).await {
+///     Ok(guard) => drop(guard),
+///     Err(Error::NotAcquired(why)) if why.is_contended() => {
+///         println!("busy: {} of {} nodes refused", why.refused(), why.nodes().len());
+///     }
+///     Err(Error::NotAcquired(why)) if why.is_unavailable() => eprintln!("nodes down: {why}"),
+///     Err(e) => eprintln!("{e}"),
+/// }
+/// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attempts {
@@ -190,19 +194,38 @@ pub struct Attempts {
     quorum: usize,
     nodes: Vec<NodeReport>,
     validity_exhausted: bool,
+    extension: bool,
 }
 
 impl Attempts {
     /// Builds the report of `attempts` attempts on `resource` whose last
     /// attempt got the answers `nodes`, `quorum` being needed.
-    pub fn new(resource: &str, attempts: u32, quorum: usize, nodes: Vec<NodeReport>) -> Self {
+    pub(crate) fn new(
+        resource: &str,
+        attempts: u32,
+        quorum: usize,
+        nodes: Vec<NodeReport>,
+    ) -> Self {
         Attempts {
             resource: resource.to_owned(),
             attempts,
             quorum,
             nodes,
             validity_exhausted: false,
+            extension: false,
         }
+    }
+
+    /// The report is of an extension, not an acquisition.
+    pub(crate) fn of_extension(mut self) -> Self {
+        self.extension = true;
+        self
+    }
+
+    /// True when the report is of an extension (the lock was held, and an
+    /// extension could not be confirmed), false for an acquisition.
+    pub fn is_extension(&self) -> bool {
+        self.extension
     }
 
     pub(crate) fn with_validity_exhausted(mut self, exhausted: bool) -> Self {
@@ -231,13 +254,14 @@ impl Attempts {
     }
 
     /// Nodes that granted the last attempt.
-    pub fn acquired(&self) -> usize {
+    pub fn granted(&self) -> usize {
         self.count(NodeOutcome::is_success)
     }
 
-    /// Nodes that answered that another owner holds the lock.
-    pub fn held(&self) -> usize {
-        self.count(|o| matches!(o, NodeOutcome::Held))
+    /// Nodes that refused: another owner holds the lock (for an
+    /// extension: the lock is no longer ours there).
+    pub fn refused(&self) -> usize {
+        self.count(|o| matches!(o, NodeOutcome::Refused))
     }
 
     /// Nodes that timed out or failed.
@@ -248,7 +272,7 @@ impl Attempts {
     /// True when another owner holds the lock on at least one node: waiting
     /// and trying again may help.
     pub fn is_contended(&self) -> bool {
-        self.held() > 0
+        self.refused() > 0
     }
 
     /// True when so many nodes timed out or failed that a quorum could not
@@ -270,24 +294,30 @@ impl Attempts {
 
 impl fmt::Display for Attempts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "lock {:?} not acquired after {} attempt(s): ",
-            self.resource, self.attempts
-        )?;
+        if self.extension {
+            write!(f, "extension of lock {:?} not confirmed: ", self.resource)?;
+        } else {
+            write!(
+                f,
+                "lock {:?} not acquired after {} attempt(s): ",
+                self.resource, self.attempts
+            )?;
+        }
         if self.validity_exhausted {
             f.write_str("a quorum answered too late, no validity left; ")?;
         }
         write!(
             f,
             "{} of {} nodes granted, {} needed",
-            self.acquired(),
+            self.granted(),
             self.nodes.len(),
             self.quorum
         )?;
-        let held = self.held();
-        if held > 0 {
-            write!(f, "; {held} held by another owner")?;
+        let refused = self.refused();
+        if refused > 0 && self.extension {
+            write!(f, "; {refused} no longer ours")?;
+        } else if refused > 0 {
+            write!(f, "; {refused} held by another owner")?;
         }
         let mut sep = "; unavailable: ";
         for report in self.nodes.iter().filter(|r| r.outcome.is_unavailable()) {
@@ -317,7 +347,7 @@ mod tests {
             NodeOutcome::Failed("connection refused".into()),
             NodeOutcome::TimedOut,
             NodeOutcome::Failed("connection refused".into()),
-            NodeOutcome::Acquired,
+            NodeOutcome::Granted,
             NodeOutcome::Pending,
         ]);
         assert!(a.is_unavailable());
@@ -328,10 +358,10 @@ mod tests {
     #[test]
     fn display_is_one_line_naming_the_failed_nodes() {
         let a = attempts(&[
-            NodeOutcome::Held,
+            NodeOutcome::Refused,
             NodeOutcome::Failed("connection refused".into()),
-            NodeOutcome::Acquired,
-            NodeOutcome::Acquired,
+            NodeOutcome::Granted,
+            NodeOutcome::Granted,
             NodeOutcome::TimedOut,
         ]);
         let text = Error::NotAcquired(Box::new(a)).to_string();
@@ -351,7 +381,7 @@ mod tests {
 
     #[test]
     fn contention_with_all_nodes_up_is_not_unavailability() {
-        let a = attempts(&[const { NodeOutcome::Held }; 5]);
+        let a = attempts(&[const { NodeOutcome::Refused }; 5]);
         assert!(a.is_contended());
         assert!(!a.is_unavailable());
     }

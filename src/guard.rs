@@ -3,96 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::cleanup;
 use crate::error::{Error, Result};
-use crate::quorum::{Decision, Gate, Leftover};
-use crate::redlock::Shared;
-use crate::request::Ttl;
+use crate::lock::{Held, Shared, release};
+use crate::ttl::Ttl;
 use crate::watchdog::Watchdog;
-
-/// The lock's state, shared with whoever watches it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Status {
-    /// Past this instant the lock may belong to someone else.
-    pub(crate) deadline: Instant,
-    /// Known lost before the deadline (an extension found it gone).
-    pub(crate) lost: bool,
-}
-
-/// What a guard holds, shared with background tasks working for it.
-pub(crate) struct Held {
-    pub(crate) resources: Arc<[String]>,
-    pub(crate) keys: Arc<[String]>,
-    pub(crate) value: Arc<str>,
-    pub(crate) token: Option<u64>,
-    /// One fencing token per resource, in the order of `resources`.
-    pub(crate) tokens: Option<Arc<[u64]>>,
-    pub(crate) status: watch::Sender<Status>,
-    /// Per node, when the latest round's call (the acquisition's or the
-    /// last extension's) is over, behind the lock that serialises extension
-    /// rounds and the release: see [`Held::next_round`].
-    rounds: tokio::sync::Mutex<Vec<Gate>>,
-    /// The TTL the lock was acquired with: the watchdog extends to it.
-    pub(crate) ttl: Ttl,
-    /// When the acquisition started (limits the watchdog's `max_hold`).
-    pub(crate) acquired_at: Instant,
-}
-
-impl Held {
-    /// A lock acquired in a round that started at `start` with `ttl`: valid
-    /// until `start + ttl - drift`.
-    pub(crate) fn acquired(
-        resources: &Arc<[String]>,
-        keys: &Arc<[String]>,
-        value: Arc<str>,
-        tokens: Option<Arc<[u64]>>,
-        ttl: &Ttl,
-        start: Instant,
-        gates: Vec<Gate>,
-    ) -> Self {
-        let (status, _) = watch::channel(Status {
-            deadline: start + ttl.ttl - ttl.drift,
-            lost: false,
-        });
-        Held {
-            resources: Arc::clone(resources),
-            keys: Arc::clone(keys),
-            value,
-            token: tokens.as_ref().and_then(|t| t.first().copied()),
-            tokens,
-            status,
-            rounds: tokio::sync::Mutex::new(gates),
-            ttl: ttl.clone(),
-            acquired_at: start,
-        }
-    }
-
-    pub(crate) fn status(&self) -> Status {
-        *self.status.borrow()
-    }
-
-    pub(crate) fn mark_lost(&self) {
-        self.status.send_modify(|s| s.lost = true);
-    }
-
-    /// Waits for the end of any other extension round of this lock and
-    /// returns the lock that keeps the next one from starting until this
-    /// one is done, holding the latest round's gates: chain the new round
-    /// after them ([`Chain::after`](crate::quorum::Chain)) and store its own.
-    /// So rounds reach each node in the order they start: no late `SET` or
-    /// `PEXPIRE` (nor its re-send after `NOSCRIPT`) lands after a newer one,
-    /// and the deadline is always that of the round the nodes applied last.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: the gates stay recorded until a round replaces them.
-    pub(crate) async fn next_round(&self) -> tokio::sync::MutexGuard<'_, Vec<Gate>> {
-        self.rounds.lock().await
-    }
-}
 
 /// A held lock.
 ///
@@ -162,7 +78,7 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub fn resource(&self) -> &str {
-        self.held.resources.first().map_or("", String::as_str)
+        self.held.resource()
     }
 
     /// The random value that marks this holder on every node (160 bits, hex).
@@ -243,14 +159,12 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub fn remaining(&self) -> Duration {
-        let status = self.held.status();
-        if status.lost {
-            return Duration::ZERO;
-        }
-        status.deadline.saturating_duration_since(Instant::now())
+        self.held.remaining()
     }
 
-    /// True once the validity has run out or the lock is known lost.
+    /// True once the validity has run out or the lock is known lost: the
+    /// moment [`lost`](Self::lost) resolves. Cheap: it reads shared state.
+    /// With the watchdog on, it turns true as soon as the watchdog gives up.
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
@@ -368,60 +282,20 @@ impl LockGuard {
         }
         self.watchdog = None;
         let expired = self.is_expired();
-        self.held.mark_lost();
-        let last = self.held.next_round().await;
-        let round = self
-            .shared
-            .release_round(
-                &self.held.keys,
-                &self.held.value,
-                (Leftover::Finish, &last),
-                true,
-            )
-            .await;
-        drop(last);
+        let held_by_quorum = self.held.release(&self.shared).await;
         // Only now: if this future is dropped before, `Drop` releases.
         self.released = true;
-        tracing::debug!(resource = self.resource(), ?round.decision, expired, "lock released");
-        if round.decision == Decision::Won && !expired {
+        tracing::debug!(
+            resource = self.resource(),
+            held_by_quorum,
+            expired,
+            "lock released"
+        );
+        if held_by_quorum && !expired {
             Ok(())
         } else {
             Err(Error::Expired)
         }
-    }
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if !self.released {
-            self.held.mark_lost();
-            let watchdog = self.watchdog.take().map(Watchdog::abort);
-            let held = Arc::clone(&self.held);
-            let before = async move {
-                if let Some(stopped) = watchdog {
-                    stopped.await;
-                }
-                held.next_round().await.clone()
-            };
-            cleanup::spawn_release(&self.shared, &self.held.keys, &self.held.value, before);
-        }
-    }
-}
-
-impl LockGuard {
-    /// True once the lock is known lost or its validity has run out: the
-    /// moment [`lost`](Self::lost) resolves. Cheap: it reads shared state.
-    /// With the watchdog on, it turns true as soon as the watchdog gives up.
-    ///
-    /// ```no_run
-    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let mut guard = redlock.lock("report", std::time::Duration::from_secs(5)).await?;
-    /// guard.auto_extend();
-    /// assert!(!guard.is_lost());
-    /// # Ok(()) }
-    /// ```
-    pub fn is_lost(&self) -> bool {
-        self.held.remaining().is_zero()
     }
 
     /// Starts the watchdog: a background task that extends the lock to its
@@ -457,6 +331,23 @@ impl LockGuard {
                 resource = self.resource(),
                 "no tokio runtime: auto-extension not started; the lock expires at its deadline"
             );
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.released {
+            self.held.mark_lost();
+            let watchdog = self.watchdog.take().map(Watchdog::abort);
+            let held = Arc::clone(&self.held);
+            let before = async move {
+                if let Some(stopped) = watchdog {
+                    stopped.await;
+                }
+                held.next_round().await.clone()
+            };
+            release::spawn_release(&self.shared, &self.held.keys, &self.held.value, before);
         }
     }
 }

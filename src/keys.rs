@@ -1,4 +1,5 @@
-//! The key schema: every key and channel the library uses on a node is
+//! The key schema and resource names: every key and channel the library
+//! uses on a node is
 //! `{prefix}{kind}:{resource}`, with the kinds below. No key of one
 //! `(prefix, kind, resource)` can equal a key of another, because no kind
 //! ends another kind and a prefix may not contain any `{kind}:`. (Two keys
@@ -28,6 +29,45 @@ pub(crate) fn counter_key(prefix: &str, resource: &str) -> String {
     format!("{prefix}{FENCE}{resource}")
 }
 
+/// The channel on which releases of `resource` are announced.
+pub(crate) fn channel(prefix: &str, resource: &str) -> String {
+    format!("{prefix}{RELEASED}{resource}")
+}
+
+/// The channel of the lock key `{prefix}lock:{resource}`; empty (publish
+/// nothing) for a key of another shape.
+pub(crate) fn channel_of_key(prefix: &str, key: &str) -> String {
+    key.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix(LOCK))
+        .map_or_else(String::new, |resource| channel(prefix, resource))
+}
+
+/// `resources` without repeats, in the order of their first appearance.
+/// Linear: a hash set of the names seen.
+pub(crate) fn unique_names(resources: &[&str]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(resources.len());
+    resources
+        .iter()
+        .filter(|r| seen.insert(**r))
+        .map(|r| (*r).to_owned())
+        .collect()
+}
+
+/// Checks resource names: at least one, none empty.
+pub(crate) fn check_resources(resources: &[&str]) -> Result<()> {
+    if resources.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no resource given: name at least one resource to lock".to_owned(),
+        ));
+    }
+    if resources.iter().any(|r| r.is_empty()) {
+        return Err(Error::InvalidArgument(
+            "resource name is empty: name the thing the lock protects".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a key prefix: it must not contain any `{kind}:`.
 pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
     match KINDS.iter().find(|kind| prefix.contains(**kind)) {
@@ -44,6 +84,30 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn channel_names_follow_the_prefix_and_resource() {
+        assert_eq!(channel("rq:", "jobs"), "rq:released:jobs");
+        assert_eq!(channel_of_key("rq:", "rq:lock:jobs"), "rq:released:jobs");
+        assert_eq!(
+            channel_of_key("rq:", "rq:lock:a:lock:b"),
+            "rq:released:a:lock:b"
+        );
+        assert_eq!(channel_of_key("rq:", "other:lock:jobs"), "");
+    }
+
+    #[test]
+    fn repeated_names_count_once_in_the_order_first_given() {
+        assert_eq!(unique_names(&["b", "a", "b", "c", "a"]), ["b", "a", "c"]);
+        assert!(unique_names(&[]).is_empty());
+    }
+
+    #[test]
+    fn empty_resource_or_no_resource_is_rejected() {
+        assert!(check_resources(&[]).is_err());
+        assert!(check_resources(&["a", ""]).is_err());
+        assert!(check_resources(&["a"]).is_ok());
+    }
 
     #[test]
     fn no_kind_ends_another_or_holds_a_colon_before_its_end() {

@@ -95,8 +95,17 @@
 //! ## Waiting
 //!
 //! [`Redlock::lock`] retries after the retry delay, but wakes at once when
-//! the holder releases: releases publish on a per-resource channel that
-//! waiting calls subscribe to ([`Config::with_release_notifications`]).
+//! the holder releases ([`Config::with_release_notifications`], on by
+//! default). Every release that deletes a key publishes on the resource's
+//! channel, `{prefix}released:{resource}`, on each node; a `lock()` that
+//! finds the lock held subscribes to it over one pub/sub connection per
+//! node, opened on the first wait and shared by all waiters of the
+//! `Redlock`. One waiter is woken per release (in arrival order); the others
+//! keep their place for later releases. The retry delay stays the bound on
+//! every wait: a missed message, or a node that cannot be reached or
+//! refuses `SUBSCRIBE`, only means waiting as without notifications, and
+//! `retry_count` still counts the timed pauses. [`Redlock::try_lock`] never
+//! subscribes.
 //!
 //! ## Reentrant holds
 //!
@@ -104,6 +113,18 @@
 //! already holds; the lock is free for others once every hold is released.
 //! A reentrant lock and a plain lock of the same resource exclude each
 //! other.
+//!
+//! ## Layout
+//!
+//! The modules stand on five floors; each uses only the floors below it.
+//!
+//! | floor | modules | what |
+//! |---|---|---|
+//! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
+//! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
+//! | 2, N nodes | `quorum`, `check`, `handoff`, `background` | fan-out and tally, start-up checks, release notifications, background tasks |
+//! | 1, one node | `node` (`commands`, `scripts`) | a connection with a timeout, every lock command and Lua script |
+//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
 //!
 //! ## Features
 //!
@@ -116,35 +137,36 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-mod background;
-mod check;
-mod cleanup;
+// Floor 0, vocabulary: no I/O.
 mod config;
 mod error;
-mod extend;
-mod fencing;
-mod guard;
-mod handoff;
 mod keys;
-mod node;
-mod quorum;
-mod redlock;
-mod reentrant;
-mod request;
-mod scoped;
-mod scripts;
+mod problem;
+mod ttl;
 mod value;
+// Floor 1, one node.
+mod node;
+// Floor 2, N nodes.
+mod background;
+mod check;
+mod handoff;
+mod quorum;
+// Floor 3, the steps of the lock.
+mod lock;
+// Floor 4, the public faces.
+mod guard;
+mod redlock;
 mod watchdog;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
-pub use check::{NodeCheck, NodeProblem};
 pub use config::{
-    Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT,
-    DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
+    Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX,
+    DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL,
+    MAX_WAIT,
 };
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use guard::LockGuard;
+pub use problem::{NodeCheck, NodeProblem};
 pub use redlock::Redlock;
-pub use watchdog::DEFAULT_EXTEND_AT;

@@ -1,6 +1,9 @@
-//! Lock values: one fresh random value per attempt.
+//! Lock values: one fresh random value per attempt, and the hold ids of
+//! reentrant holds.
 
 use rand::TryRng;
+
+use crate::error::{Error, Result};
 
 /// Bytes of randomness in a lock value (160 bits).
 const VALUE_BYTES: usize = 20;
@@ -27,6 +30,31 @@ pub(crate) fn fresh() -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The first characters of every reentrant hold id. Plain lock values are
+/// lowercase hex and never contain it.
+pub(crate) const HOLD_ID_MARK: &str = "r:";
+
+/// A fresh hold id: the mark, then a fresh random value.
+pub(crate) fn hold_id() -> String {
+    format!("{HOLD_ID_MARK}{}", fresh())
+}
+
+/// True when `value` is a reentrant hold id rather than a plain lock value.
+pub(crate) fn is_hold_id(value: &str) -> bool {
+    value.starts_with(HOLD_ID_MARK)
+}
+
+/// Checks an owner identity: not empty.
+pub(crate) fn check_owner(owner: &str) -> Result<()> {
+    if owner.is_empty() {
+        return Err(Error::InvalidArgument(
+            "owner is empty: name the caller that holds the lock (e.g. a task or request id)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +66,17 @@ mod tests {
         assert_eq!(a.len(), 40);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn hold_ids_are_marked_and_plain_values_are_not() {
+        assert!(is_hold_id(&hold_id()));
+        assert!(!is_hold_id(&fresh()));
+    }
+
+    #[test]
+    fn empty_owner_is_rejected() {
+        assert!(matches!(check_owner(""), Err(Error::InvalidArgument(_))));
+        assert!(check_owner("worker-1").is_ok());
     }
 }

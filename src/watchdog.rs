@@ -14,82 +14,12 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::guard::Held;
-use crate::quorum;
-use crate::redlock::Shared;
-
-/// Default share of the TTL still left when the watchdog extends the lock.
-pub const DEFAULT_EXTEND_AT: f64 = 1.0 / 3.0;
+use crate::error::Error;
+use crate::lock::{Held, Shared};
 
 /// Shortest and longest pause between two attempts of one extension.
 const RETRY_MIN: Duration = Duration::from_millis(10);
 const RETRY_MAX: Duration = Duration::from_millis(250);
-
-/// The auto-extension settings of a [`Config`](crate::Config).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Policy {
-    /// Share of the TTL left when an extension starts, in `(0, 1)`.
-    pub(crate) extend_at: f64,
-    /// At most this many extensions by the watchdog.
-    pub(crate) max_extensions: Option<u32>,
-    /// No extension carries the deadline past acquisition + this.
-    pub(crate) max_hold: Option<Duration>,
-    /// Re-seed nodes that lost the key, once a quorum still holds it.
-    pub(crate) reseed: bool,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            extend_at: DEFAULT_EXTEND_AT,
-            max_extensions: None,
-            max_hold: None,
-            reseed: false,
-        }
-    }
-}
-
-impl Policy {
-    /// Checks the values; the message says what to use instead.
-    pub(crate) fn validate(&self) -> Result<()> {
-        if !self.extend_at.is_finite() || self.extend_at <= 0.0 || self.extend_at >= 1.0 {
-            return Err(Error::Config(format!(
-                "extend_at {} is out of range: it is the share of the TTL left when the \
-                 watchdog extends; use a number in (0, 1), e.g. 0.33",
-                self.extend_at
-            )));
-        }
-        if self.max_hold == Some(Duration::ZERO) {
-            return Err(Error::Config(
-                "max hold is zero: the watchdog could never extend; use None (no limit) or a \
-                 positive duration"
-                    .to_owned(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Why the next extension must not happen, if it must not: `extensions`
-    /// done so far, `new_deadline` the deadline it would set.
-    fn stop_reason(
-        &self,
-        extensions: u32,
-        acquired_at: Instant,
-        new_deadline: Instant,
-    ) -> Option<&'static str> {
-        if self.max_extensions.is_some_and(|max| extensions >= max) {
-            return Some("maximum number of extensions reached");
-        }
-        if self
-            .max_hold
-            .is_some_and(|max| new_deadline > acquired_at + max)
-        {
-            return Some("maximum hold time reached");
-        }
-        None
-    }
-}
 
 /// A running watchdog; the guard owns it and stops it.
 #[derive(Debug)]
@@ -132,7 +62,7 @@ impl Watchdog {
 /// twentieth of the TTL (10 to 250 ms), plus or minus half of it.
 pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
     let base = (ttl / 20).clamp(RETRY_MIN, RETRY_MAX);
-    quorum::retry_pause(base, base / 2, unit)
+    crate::ttl::retry_pause(base, base / 2, unit)
 }
 
 /// Marks the lock lost and says why.
@@ -243,51 +173,5 @@ mod tests {
         assert_eq!(retry_pause(1000 * MS, 1.0), 75 * MS);
         assert_eq!(retry_pause(60_000 * MS, 0.5), 250 * MS);
         assert_eq!(retry_pause(50 * MS, 0.5), 10 * MS);
-    }
-
-    #[test]
-    fn extend_at_outside_zero_one_and_zero_max_hold_are_rejected() {
-        for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
-            let policy = Policy {
-                extend_at: bad,
-                ..Policy::default()
-            };
-            let err = policy.validate().unwrap_err().to_string();
-            assert!(err.contains("extend_at"), "{bad}: {err}");
-        }
-        let policy = Policy {
-            max_hold: Some(Duration::ZERO),
-            ..Policy::default()
-        };
-        assert!(
-            policy
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("max hold")
-        );
-        assert!(Policy::default().validate().is_ok());
-    }
-
-    #[test]
-    fn stop_reason_applies_the_extension_count_and_hold_limits() {
-        let t0 = Instant::now();
-        let unlimited = Policy::default();
-        assert_eq!(
-            unlimited.stop_reason(u32::MAX, t0, t0 + 1_000_000 * MS),
-            None
-        );
-        let two = Policy {
-            max_extensions: Some(2),
-            ..Policy::default()
-        };
-        assert_eq!(two.stop_reason(1, t0, t0), None);
-        assert!(two.stop_reason(2, t0, t0).is_some());
-        let hold = Policy {
-            max_hold: Some(1000 * MS),
-            ..Policy::default()
-        };
-        assert_eq!(hold.stop_reason(0, t0, t0 + 1000 * MS), None);
-        assert!(hold.stop_reason(0, t0, t0 + 1001 * MS).is_some());
     }
 }

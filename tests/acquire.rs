@@ -37,7 +37,7 @@ async fn try_lock_succeeds_exactly_when_a_quorum_of_nodes_is_free_for_all_32_sub
             (Err(Error::NotAcquired(attempts)), false) => {
                 assert!(attempts.is_contended(), "mask {mask:05b}: {attempts}");
                 // Decided as soon as 3 refusals made a quorum impossible.
-                let held = attempts.held();
+                let held = attempts.refused();
                 assert!(
                     (3..=5 - free).contains(&held),
                     "mask {mask:05b}: {attempts}"

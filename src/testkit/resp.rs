@@ -116,13 +116,13 @@ fn scaled(arg: &[u8], per_mille: u32) -> Option<Vec<u8>> {
 fn ttl_argument(sha: &str) -> Option<usize> {
     static TTL_SCRIPTS: LazyLock<Vec<(&'static str, usize)>> = LazyLock::new(|| {
         vec![
-            (crate::scripts::ACQUIRE_ALL.get_hash(), 1),
-            (crate::scripts::EXTEND.get_hash(), 1),
-            (crate::scripts::EXTEND_OR_MISSING.get_hash(), 1),
-            (crate::scripts::RESEED.get_hash(), 1),
-            (crate::fencing::ACQUIRE.get_hash(), 1),
-            (crate::reentrant::ACQUIRE.get_hash(), 2),
-            (crate::reentrant::EXTEND.get_hash(), 1),
+            (crate::node::scripts::ACQUIRE_ALL.get_hash(), 1),
+            (crate::node::scripts::EXTEND.get_hash(), 1),
+            (crate::node::scripts::EXTEND_OR_MISSING.get_hash(), 1),
+            (crate::node::scripts::RESEED.get_hash(), 1),
+            (crate::node::scripts::FENCED_ACQUIRE.get_hash(), 1),
+            (crate::node::scripts::REENTRANT_ACQUIRE.get_hash(), 2),
+            (crate::node::scripts::REENTRANT_EXTEND.get_hash(), 1),
         ]
     });
     TTL_SCRIPTS
@@ -186,9 +186,9 @@ mod tests {
     #[test]
     fn the_extend_script_ttl_is_rewritten_and_release_is_not() {
         let mut r = Rewriter::default();
-        let sha = crate::scripts::EXTEND.get_hash();
+        let sha = crate::node::scripts::EXTEND.get_hash();
         let extend = req(&["EVALSHA", sha, "1", "k", "v", "1000"]);
-        let release = req(&["EVALSHA", crate::scripts::RELEASE.get_hash(), "1", "k", "v"]);
+        let release = req(&["EVALSHA", crate::node::scripts::RELEASE.get_hash(), "1", "k", "v"]);
         let mut both = extend.clone();
         both.extend_from_slice(&release);
         let mut expected = req(&["EVALSHA", sha, "1", "k", "v", "500"]);

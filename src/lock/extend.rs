@@ -3,77 +3,16 @@
 //! for) re-seeding the nodes that lost the key.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
-use crate::guard::Held;
-use crate::node::{Node, NodeResult};
-use crate::quorum::{self, Decision, Leftover};
-use crate::redlock::Shared;
-use crate::request::Ttl;
-use crate::scripts;
-
-/// What the compare-and-pexpire found on one node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Found {
-    /// Every key held our value and got the new TTL.
-    Extended,
-    /// Some key holds another owner's value.
-    Foreign,
-    /// No key is foreign, but some are missing (a restarted node).
-    Missing,
-}
-
-impl Node {
-    /// Compare-and-pexpire that tells a missing key from a foreign one.
-    pub(crate) async fn extend_or_missing(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<Found> {
-        let found: i64 = self
-            .script(&scripts::EXTEND_OR_MISSING, keys, &[value, ttl_ms])
-            .await?;
-        Ok(match found {
-            1 => Found::Extended,
-            -1 => Found::Missing,
-            _ => Found::Foreign,
-        })
-    }
-
-    /// Sets the missing keys to our value (`SET NX PX`). True when done;
-    /// false when another owner holds one of them (nothing written then).
-    pub(crate) async fn reseed(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        let done: i64 = self
-            .script(&scripts::RESEED, keys, &[value, ttl_ms])
-            .await?;
-        Ok(done == 1)
-    }
-}
+use crate::node::commands::Found;
+use crate::quorum::{Decision, Leftover};
+use crate::ttl::{self, Ttl};
 
 impl Held {
-    /// The locked resource (the first one, for a multi-resource lock).
-    pub(crate) fn resource(&self) -> &str {
-        self.resources.first().map_or("", String::as_str)
-    }
-
-    /// Validity left; zero once expired or known lost.
-    pub(crate) fn remaining(&self) -> Duration {
-        let status = self.status();
-        if status.lost {
-            return Duration::ZERO;
-        }
-        status.deadline.saturating_duration_since(Instant::now())
-    }
-
     /// One extension round to `ttl` from now, after the acquire calls still
     /// in flight (at most one node timeout, just after acquisition).
     ///
@@ -101,7 +40,7 @@ impl Held {
         // Re-seeding recreates plain keys; a reentrant hold (a hash of
         // holds) is only ever extended.
         let reseed =
-            shared.config.reseed_restarted_nodes() && !crate::reentrant::is_hold_id(&self.value);
+            shared.config.reseed_restarted_nodes() && !crate::value::is_hold_id(&self.value);
         let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
         let start = Instant::now();
         let new_deadline = start + ttl.ttl - ttl.drift;
@@ -137,7 +76,7 @@ impl Held {
             })
             .await;
         *last = std::mem::take(&mut round.gates);
-        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift);
+        let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift);
         if round.decision == Decision::Won && validity.is_some() {
             self.status.send_modify(|s| s.deadline = new_deadline);
             tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
@@ -163,7 +102,8 @@ impl Held {
             shared.quorum,
             round.reports(&shared.nodes),
         )
-        .with_validity_exhausted(round.decision == Decision::Won);
+        .with_validity_exhausted(round.decision == Decision::Won)
+        .of_extension();
         Err(Error::NotAcquired(Box::new(attempts)))
     }
 

@@ -1,5 +1,9 @@
-//! One Redis master: a lazily opened, self-healing connection, a timeout on
-//! every call, and the lock commands.
+//! One Redis master: a lazily opened, self-healing connection and a
+//! timeout on every call. The lock commands are in [`commands`], their
+//! scripts in [`scripts`].
+
+pub(crate) mod commands;
+pub(crate) mod scripts;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -8,7 +12,6 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError, Script};
 
 use crate::error::{Error, NodeOutcome, Result};
-use crate::{reentrant, scripts};
 
 /// Why one call to one node did not give an answer.
 #[derive(Debug)]
@@ -175,62 +178,6 @@ impl Node {
             Ok(Err(e)) => Err(NodeError::Redis(e)),
             Err(_) => Err(NodeError::TimedOut),
         }
-    }
-
-    /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
-    /// several. True when the lock is now ours on this node.
-    pub(crate) async fn acquire(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        if let [key] = keys {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms);
-            let reply: Option<String> = self.command(&cmd).await?;
-            Ok(reply.is_some())
-        } else {
-            let set: i64 = self
-                .script(&scripts::ACQUIRE_ALL, keys, &[value, ttl_ms])
-                .await?;
-            Ok(set == 1)
-        }
-    }
-
-    /// Compare-and-delete, publishing `value` on `channels[i]` (when given)
-    /// once `keys[i]` is deleted. True when every key held our value and is
-    /// gone (for a reentrant hold id: held the hold, which is gone; holds
-    /// publish nothing).
-    pub(crate) async fn release(
-        &self,
-        keys: &[String],
-        value: &str,
-        channels: &[String],
-    ) -> NodeResult<bool> {
-        if reentrant::is_hold_id(value) {
-            let script = reentrant::release_script(value);
-            let deleted: usize = self.script(script, keys, &[value]).await?;
-            return Ok(deleted == keys.len());
-        }
-        let mut args = Vec::with_capacity(1 + channels.len());
-        args.push(value);
-        args.extend(channels.iter().map(String::as_str));
-        let deleted: usize = self.script(&scripts::RELEASE, keys, &args).await?;
-        Ok(deleted == keys.len())
-    }
-
-    /// Compare-and-pexpire. True when every key held our value and got the
-    /// new TTL (for a reentrant hold id: at least the new TTL).
-    pub(crate) async fn extend(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        let script = reentrant::extend_script(value);
-        let extended: i64 = self.script(script, keys, &[value, ttl_ms]).await?;
-        Ok(extended == 1)
     }
 }
 

@@ -1,10 +1,31 @@
-//! Best-effort release from synchronous code (`Drop`): never blocks, never
-//! needs the caller to await anything.
+//! Release: the release round of a held lock, the best-effort release
+//! from synchronous code (`Drop`, which never blocks), and the clean-up of
+//! an attempt that failed or was cancelled.
 
 use std::sync::Arc;
 
-use crate::quorum::{Gate, Leftover};
-use crate::redlock::Shared;
+use super::{Held, Shared};
+use crate::quorum::{Decision, Gate, Leftover};
+
+impl Held {
+    /// Marks the lock lost (its watchers stop) and deletes it on every node
+    /// that still holds our value, each node's call chained after its call
+    /// of the latest round, announcing the release to waiters. True when a
+    /// quorum still held it.
+    ///
+    /// # Cancel safety
+    ///
+    /// The deletes already sent complete; compare-and-delete can never
+    /// remove another owner's key.
+    pub(crate) async fn release(&self, shared: &Shared) -> bool {
+        self.mark_lost();
+        let last = self.next_round().await;
+        let round = shared
+            .release_round(&self.keys, &self.value, (Leftover::Finish, &last), true)
+            .await;
+        round.decision == Decision::Won
+    }
+}
 
 /// Spawns a compare-and-delete of `keys` holding `value` on every node,
 /// each chained after the node's call that `before` gives (the calls in

@@ -14,102 +14,20 @@
 //!
 //! Any two quorums share a node, so the next acquisition reads, on at least
 //! one node, a counter at least as large as our token, and gets a larger one.
-//! Counters live at `{prefix}fence:{resource}`: never the key of a lock,
-//! whose keys are `{prefix}lock:{resource}`.
+//! Counters live at `{prefix}fence:{resource}`, which no lock key can equal
+//! (see [`keys`](crate::keys)). The scripts are `FENCED_ACQUIRE` and
+//! `FENCE_WRITE_BACK` in [`node::scripts`](crate::node::scripts).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use redis::Script;
 use tokio::time::Instant;
 
-use crate::cleanup::ReleaseOnDrop;
-use crate::guard::{Held, LockGuard};
-use crate::node::{Node, NodeResult};
-use crate::quorum::{self, Decision, Leftover};
-use crate::redlock::{Failure, Shared};
-use crate::request::Ttl;
-use crate::value;
-
-/// Phase 1: takes every lock key at once, or none, and reads the counters.
-///
-/// KEYS: the n lock keys, then the n counter keys (same order).
-/// ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
-/// Returns nil when any lock key exists (nothing is written then), else the
-/// n counters as decimal strings ("0" for a counter never written).
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local n = #KEYS / 2
-for i = 1, n do
-  if redis.call('exists', KEYS[i]) == 1 then return false end
-end
-local counters = {}
-for i = 1, n do
-  local c = redis.call('get', KEYS[n + i])
-  if c and not string.match(c, '^%d+$') then
-    return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
-  end
-  counters[i] = c or '0'
-end
-for i = 1, n do
-  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
-end
-return counters
-",
-    )
-});
-
-/// Phase 2: raises the counters to the tokens, only while the lock is ours.
-///
-/// KEYS: as [`ACQUIRE`]. ARGV[1]: our value, ARGV[1 + i]: the token of
-/// resource i, in decimal. Returns 1 when every lock key holds our value
-/// and every counter is now at least its token, 0 when a lock key is
-/// missing or not ours (nothing is written then). Counters are compared as
-/// decimal strings (length, then digits), exact over the whole `u64` range.
-static WRITE_BACK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local n = #KEYS / 2
-for i = 1, n do
-  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
-end
-for i = 1, n do
-  local c = redis.call('get', KEYS[n + i])
-  local t = ARGV[1 + i]
-  if not c or #c < #t or (#c == #t and c < t) then
-    redis.call('set', KEYS[n + i], t)
-  end
-end
-return 1
-",
-    )
-});
-
+use super::release::ReleaseOnDrop;
+use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
-
-/// Phase 1 on one node: `Some(counters)` when the keys are now ours.
-async fn acquire(
-    node: &Node,
-    keys: &[String],
-    value: &str,
-    ttl_ms: &str,
-) -> NodeResult<Option<Vec<String>>> {
-    node.script(&ACQUIRE, keys, &[value, ttl_ms]).await
-}
-
-/// Phase 2 on one node: true when the counters were raised under our lock.
-async fn write_back(
-    node: &Node,
-    keys: &[String],
-    value: &str,
-    tokens: &[String],
-) -> NodeResult<bool> {
-    let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
-    args.push(value);
-    args.extend(tokens.iter().map(String::as_str));
-    let written: i64 = node.script(&WRITE_BACK, keys, &args).await?;
-    Ok(written == 1)
-}
+use crate::quorum::{self, Decision, Leftover};
+use crate::ttl::{self, Ttl};
+use crate::value;
 
 /// The token of each of `resources` resources: one more than the largest
 /// counter any granting node returned. `None` if a node returned something
@@ -137,7 +55,7 @@ pub(crate) async fn attempt(
     resources: &Arc<[String]>,
     keys: &Arc<[String]>,
     ttl: &Ttl,
-) -> Result<LockGuard, Failure> {
+) -> Result<Held, Failure> {
     let prefix = shared.config.key_prefix();
     let all_keys: Arc<[String]> = keys
         .iter()
@@ -158,7 +76,7 @@ pub(crate) async fn attempt(
                 Arc::clone(&value),
                 Arc::clone(&ttl.millis),
             );
-            async move { acquire(&node, &all_keys, &value, &millis).await }
+            async move { node.fenced_acquire(&all_keys, &value, &millis).await }
         },
         Option::is_some,
     )
@@ -180,17 +98,17 @@ pub(crate) async fn attempt(
             .fan_out("fence", Leftover::Finish, &pending.gates, |node| {
                 let (all_keys, value, args) =
                     (Arc::clone(&all_keys), Arc::clone(&value), Arc::clone(&args));
-                async move { write_back(&node, &all_keys, &value, &args).await }
+                async move { node.fence_write_back(&all_keys, &value, &args).await }
             })
             .await;
         // The write-back calls follow phase 1's on each node.
         pending.gates = std::mem::take(&mut written.gates);
-        let validity = quorum::validity(ttl.ttl, start.elapsed(), ttl.drift)
+        let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
             .filter(|v| *v > shared.config.min_validity());
         if written.decision == Decision::Won && validity.is_some() {
             let gates = pending.disarm();
             tracing::debug!(resource = %resources[0], ?validity, ?tokens, "fenced lock acquired");
-            let held = Held::acquired(
+            return Ok(Held::acquired(
                 resources,
                 keys,
                 value,
@@ -198,8 +116,7 @@ pub(crate) async fn attempt(
                 ttl,
                 start,
                 gates,
-            );
-            return Ok(LockGuard::new(Arc::clone(shared), held));
+            ));
         }
         validity_exhausted = written.decision == Decision::Won;
         if written.decision == Decision::Lost {
@@ -248,22 +165,5 @@ mod tests {
         assert_eq!(next_tokens(&[answer(&["x"])], 1), None);
         assert_eq!(next_tokens(&[answer(&["1", "2"])], 1), None);
         assert_eq!(next_tokens(&[answer(&[&u64::MAX.to_string()])], 1), None);
-    }
-
-    #[test]
-    fn counter_keys_never_equal_lock_keys_whatever_the_names() {
-        let names = ["", "a", "lock:a", "fence:a", "x:fence:y", "lock:", "fence:"];
-        for prefix in ["", "redquorum:", "lock:", "fence:"] {
-            for a in names {
-                for b in names {
-                    let lock = format!("{prefix}lock:{a}");
-                    assert_ne!(
-                        counter_key(prefix, b),
-                        lock,
-                        "prefix {prefix:?} {a:?} {b:?}"
-                    );
-                }
-            }
-        }
     }
 }

@@ -25,310 +25,60 @@
 //! they would without notifications. Nothing here ever delays or fails an
 //! acquisition.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+mod feed;
+mod registry;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::{self, FutureExt};
 use redis::Client;
-use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-/// How many recent release values each resource remembers, to wake one
-/// waiter per release although every node announces it.
-const RECENT: usize = 16;
+use registry::{Entry, Feed, Inner};
 
-/// The pause before the first new connection attempt after a failure; it
-/// doubles with each further failure, up to [`LAST_RETRY`].
-const FIRST_RETRY: Duration = Duration::from_millis(50);
-
-/// The longest pause between two connection attempts of one feed.
-const LAST_RETRY: Duration = Duration::from_secs(5);
-
-/// The channel on which releases of `resource` are announced.
-pub(crate) fn channel(prefix: &str, resource: &str) -> String {
-    format!("{prefix}released:{resource}")
-}
-
-/// The channel of the lock key `{prefix}lock:{resource}`; empty (publish
-/// nothing) for a key of another shape.
-pub(crate) fn channel_of_key(prefix: &str, key: &str) -> String {
-    key.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix("lock:"))
-        .map_or_else(String::new, |resource| channel(prefix, resource))
-}
-
-/// The waiters of one resource.
-struct Entry {
-    notify: Arc<Notify>,
-    waiters: usize,
-    /// Release values already announced, oldest first.
-    recent: VecDeque<Box<[u8]>>,
-    /// Subscribed on at least one node since the entry was created.
-    live: bool,
-}
-
-impl Entry {
-    fn new() -> Self {
-        Entry {
-            notify: Arc::new(Notify::new()),
-            waiters: 0,
-            recent: VecDeque::with_capacity(RECENT),
-            live: false,
-        }
+/// Starts every feed that is not running on the current runtime: all of
+/// them the first time, and again any whose task has ended, e.g. with
+/// the runtime it was spawned on (a `Redlock` shared across runtimes).
+/// Without a runtime, nothing starts until a later call has one.
+fn start_feeds(this: &Arc<Inner>) {
+    let mut feeds = this.feeds();
+    if feeds.is_empty() {
+        feeds.extend(this.clients.iter().map(|_| Feed {
+            changed: Arc::new(Notify::new()),
+            task: None,
+        }));
     }
-
-    /// Records a release announcement; true the first time `value` is seen.
-    fn first_announcement(&mut self, value: &[u8]) -> bool {
-        if self.recent.iter().any(|v| &**v == value) {
-            return false;
-        }
-        if self.recent.len() == RECENT {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(value.into());
-        true
+    let dead = |feed: &Feed| feed.task.as_ref().is_none_or(AbortHandle::is_finished);
+    if !feeds.iter().any(dead) {
+        return;
     }
-}
-
-/// What a connection must do to hold exactly the wanted subscriptions.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Delta {
-    /// Wanted and not subscribed yet.
-    subscribe: Vec<String>,
-    /// Subscribed and no longer wanted.
-    unsubscribe: Vec<String>,
-}
-
-impl Delta {
-    /// Never larger than the two sets, whatever the changes that led there.
-    fn between(wanted: &HashSet<String>, subscribed: &HashSet<String>) -> Self {
-        let mut subscribe: Vec<String> = wanted.difference(subscribed).cloned().collect();
-        let mut unsubscribe: Vec<String> = subscribed.difference(wanted).cloned().collect();
-        subscribe.sort_unstable();
-        unsubscribe.sort_unstable();
-        Delta {
-            subscribe,
-            unsubscribe,
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    for (index, (feed, client)) in feeds.iter_mut().zip(&this.clients).enumerate() {
+        if !dead(feed) {
+            continue;
         }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.subscribe.is_empty() && self.unsubscribe.is_empty()
-    }
-}
-
-/// When a feed may try to connect again: exponential backoff with jitter.
-/// A connection counts as healthy once it has lasted [`LAST_RETRY`]: one
-/// that is lost sooner (a node that accepts and then drops every
-/// connection) keeps the pauses growing.
-#[derive(Debug, Default)]
-struct Backoff {
-    /// Failures since the last healthy connection.
-    failures: u32,
-    /// No attempt before this instant.
-    retry_at: Option<Instant>,
-    /// Since when the current connection has been in line with the wanted set.
-    up_since: Option<Instant>,
-}
-
-impl Backoff {
-    /// The pause after `failures` failures, `unit` in [0, 1) choosing where
-    /// in the upper half of the nominal pause it falls.
-    fn pause(failures: u32, unit: f64) -> Duration {
-        if failures == 0 {
-            return Duration::ZERO;
+        let resumed = feed.task.is_some();
+        if resumed {
+            tracing::debug!(
+                node = index,
+                "release notifications: feed ended, starting it again"
+            );
         }
-        let doublings = (failures - 1).min(16);
-        let nominal = FIRST_RETRY.saturating_mul(1 << doublings).min(LAST_RETRY);
-        nominal.div_f64(2.0) + nominal.div_f64(2.0).mul_f64(unit.clamp(0.0, 1.0))
-    }
-
-    /// A connection attempt failed, or the connection was lost.
-    fn failed(&mut self) {
-        if self
-            .up_since
-            .take()
-            .is_some_and(|since| since.elapsed() >= LAST_RETRY)
-        {
-            self.failures = 0;
-        }
-        self.failures = self.failures.saturating_add(1);
-        let pause = Self::pause(self.failures, rand::random::<f64>());
-        self.retry_at = Some(Instant::now() + pause);
-    }
-
-    /// The connection is in line with the wanted set.
-    fn succeeded(&mut self) {
-        self.retry_at = None;
-        self.up_since.get_or_insert_with(Instant::now);
-    }
-
-    /// Waits until the next attempt is due.
-    async fn wait(&self) {
-        if let Some(at) = self.retry_at {
-            tokio::time::sleep_until(at).await;
-        }
-    }
-}
-
-/// One node's background feed.
-struct Feed {
-    /// Wakes the feed when the wanted set has changed. A wake-up that finds
-    /// the feed busy is kept (one permit), never queued.
-    changed: Arc<Notify>,
-    task: Option<AbortHandle>,
-}
-
-struct Inner {
-    clients: Vec<Client>,
-    timeout: Duration,
-    /// Waiters per channel: its keys are the wanted set.
-    entries: Mutex<HashMap<String, Entry>>,
-    /// Started on the first wait.
-    feeds: Mutex<Vec<Feed>>,
-    /// Connection attempts made by the feeds (tests).
-    #[cfg(test)]
-    connects: std::sync::atomic::AtomicUsize,
-}
-
-impl Inner {
-    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        // A panic while holding the lock cannot leave the map inconsistent
-        // (every update is a single step), so a poisoned lock is used as is.
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn feeds(&self) -> MutexGuard<'_, Vec<Feed>> {
-        self.feeds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The wanted set has changed: every feed reconciles when it can.
-    fn changed(&self) {
-        for feed in self.feeds().iter() {
-            feed.changed.notify_one();
-        }
-    }
-
-    /// A release of `value` was announced on `channel`: wakes one waiter,
-    /// once per release.
-    fn announce(&self, channel: &str, value: &[u8]) {
-        if let Some(entry) = self.entries().get_mut(channel) {
-            if entry.first_announcement(value) {
-                entry.notify.notify_one();
-            }
-        }
-    }
-
-    /// `channel` is now subscribed on a node. The first time, one waiter
-    /// tries again at once: a release between its failed attempt and the
-    /// subscription would otherwise go unheard.
-    fn subscribed(&self, channel: &str) {
-        if let Some(entry) = self.entries().get_mut(channel) {
-            if !entry.live {
-                entry.live = true;
-                entry.notify.notify_one();
-            }
-        }
-    }
-
-    /// `channel` is subscribed again on a node whose connection was lost:
-    /// one waiter tries again at once, as a release may have gone unheard
-    /// meanwhile.
-    fn resubscribed(&self, channel: &str) {
-        if let Some(entry) = self.entries().get_mut(channel) {
-            entry.live = true;
-            entry.notify.notify_one();
-        }
-    }
-
-    /// The channels with waiters.
-    fn wanted(&self) -> HashSet<String> {
-        self.entries().keys().cloned().collect()
-    }
-
-    fn leave(&self, channels: &[String]) {
-        let mut gone = false;
-        {
-            let mut entries = self.entries();
-            for channel in channels {
-                if let Some(entry) = entries.get_mut(channel) {
-                    entry.waiters = entry.waiters.saturating_sub(1);
-                    if entry.waiters == 0 {
-                        entries.remove(channel);
-                        gone = true;
-                    }
-                }
-            }
-        }
-        if gone {
-            self.changed();
-        }
-    }
-}
-
-impl Inner {
-    /// Starts every feed that is not running on the current runtime: all of
-    /// them the first time, and again any whose task has ended, e.g. with
-    /// the runtime it was spawned on (a `Redlock` shared across runtimes).
-    /// Without a runtime, nothing starts until a later call has one.
-    fn start_feeds(this: &Arc<Inner>) {
-        let mut feeds = this.feeds();
-        if feeds.is_empty() {
-            feeds.extend(this.clients.iter().map(|_| Feed {
-                changed: Arc::new(Notify::new()),
-                task: None,
-            }));
-        }
-        let dead = |feed: &Feed| feed.task.as_ref().is_none_or(AbortHandle::is_finished);
-        if !feeds.iter().any(dead) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        for (index, (feed, client)) in feeds.iter_mut().zip(&this.clients).enumerate() {
-            if !dead(feed) {
-                continue;
-            }
-            let resumed = feed.task.is_some();
-            if resumed {
-                tracing::debug!(
-                    node = index,
-                    "release notifications: feed ended, starting it again"
-                );
-            }
-            let task = runtime.spawn(run_feed(
-                index,
-                client.clone(),
-                this.timeout,
-                Arc::downgrade(this),
-                Arc::clone(&feed.changed),
-                resumed,
-            ));
-            feed.task = Some(task.abort_handle());
-        }
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let feeds = self
-            .feeds
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for feed in feeds.iter() {
-            if let Some(task) = &feed.task {
-                task.abort();
-            }
-        }
+        let task = runtime.spawn(feed::run_feed(
+            index,
+            client.clone(),
+            this.timeout,
+            Arc::downgrade(this),
+            Arc::clone(&feed.changed),
+            resumed,
+        ));
+        feed.task = Some(task.abort_handle());
     }
 }
 
@@ -356,7 +106,7 @@ impl Handoff {
     /// each channel on every node if it is the first waiter. Must run
     /// inside a tokio runtime (the feeds are spawned on it).
     pub(crate) fn interest(&self, channels: Vec<String>) -> Interest {
-        Inner::start_feeds(&self.inner);
+        start_feeds(&self.inner);
         let mut notifies = Vec::with_capacity(channels.len());
         let mut new = false;
         {
@@ -398,7 +148,7 @@ impl Interest {
     /// is heard; true when woken by a release.
     pub(crate) async fn wait_until(&self, deadline: Instant) -> bool {
         // A waiter that outlived the runtime of the feeds brings them back.
-        Inner::start_feeds(&self.inner);
+        start_feeds(&self.inner);
         let woken = future::select_all(self.notifies.iter().map(|n| n.notified().boxed()));
         tokio::select! {
             () = tokio::time::sleep_until(deadline) => false,
@@ -413,172 +163,17 @@ impl Drop for Interest {
     }
 }
 
-type Connection = (PubSubSink, PubSubStream);
-
-/// One node's feed: keeps its connection's subscriptions in line with the
-/// wanted set and turns messages into wake-ups. Ends when the registry is
-/// dropped. `resumed`: it replaces a feed that ended, whose subscriptions
-/// are gone.
-async fn run_feed(
-    index: usize,
-    client: Client,
-    timeout: Duration,
-    inner: Weak<Inner>,
-    changed: Arc<Notify>,
-    resumed: bool,
-) {
-    let mut conn: Option<Connection> = None;
-    // What `conn` is subscribed to.
-    let mut subscribed: HashSet<String> = HashSet::new();
-    let mut backoff = Backoff::default();
-    // The connection may not match the wanted set.
-    let mut stale = true;
-    // A connection was lost since the last one was in line.
-    let mut was_lost = resumed;
-    let mut had_connection = false;
-    loop {
-        if !stale {
-            match conn.as_mut() {
-                Some((_, stream)) => tokio::select! {
-                    message = stream.next() => match message {
-                        Some(message) => {
-                            let Some(inner) = inner.upgrade() else { return };
-                            inner.announce(message.get_channel_name(), message.get_payload_bytes());
-                        }
-                        None => {
-                            // Node restarted, connection killed: connect
-                            // again if anything is still wanted.
-                            tracing::debug!(node = index, "release notifications: connection lost");
-                            conn = None;
-                            subscribed.clear();
-                            backoff.failed();
-                            was_lost = true;
-                            stale = true;
-                        }
-                    },
-                    () = changed.notified() => stale = true,
-                },
-                None => {
-                    changed.notified().await;
-                    stale = true;
-                }
-            }
-            continue;
-        }
-        backoff.wait().await;
-        let Some(wanted) = inner.upgrade().map(|registry| registry.wanted()) else {
-            return;
-        };
-        if conn.is_none() && wanted.is_empty() {
-            // Nothing to subscribe to: connect on the next wait.
-            stale = false;
-            continue;
-        }
-        if conn.is_none() {
-            #[cfg(test)]
-            if let Some(registry) = inner.upgrade() {
-                registry
-                    .connects
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            conn = connect(index, &client, timeout).await;
-            if conn.is_none() {
-                backoff.failed();
-                continue;
-            }
-        }
-        let delta = Delta::between(&wanted, &subscribed);
-        let Some((sink, _)) = conn.as_mut() else {
-            continue;
-        };
-        if reconcile(index, sink, &delta, timeout).await {
-            subscribed = wanted;
-            backoff.succeeded();
-            stale = false;
-            let Some(registry) = inner.upgrade() else {
-                return;
-            };
-            for channel in &delta.subscribe {
-                if was_lost {
-                    registry.resubscribed(channel);
-                } else {
-                    registry.subscribed(channel);
-                }
-            }
-            had_connection = true;
-            was_lost = false;
-        } else {
-            // Closing the connection drops its subscriptions.
-            conn = None;
-            subscribed.clear();
-            backoff.failed();
-            was_lost |= had_connection;
-        }
-    }
-}
-
-/// Applies `delta` on a connection; false if the connection is to be
-/// dropped.
-async fn reconcile(index: usize, sink: &mut PubSubSink, delta: &Delta, timeout: Duration) -> bool {
-    if delta.is_empty() {
-        return true;
-    }
-    if !delta.subscribe.is_empty() {
-        match tokio::time::timeout(timeout, sink.subscribe(&delta.subscribe)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::debug!(node = index, error = %e, "release notifications: SUBSCRIBE failed");
-                return false;
-            }
-            Err(_) => {
-                tracing::debug!(node = index, "release notifications: SUBSCRIBE timed out");
-                return false;
-            }
-        }
-    }
-    if !delta.unsubscribe.is_empty() {
-        let done = tokio::time::timeout(timeout, sink.unsubscribe(&delta.unsubscribe)).await;
-        if !matches!(done, Ok(Ok(()))) {
-            tracing::debug!(node = index, "release notifications: UNSUBSCRIBE failed");
-            return false;
-        }
-    }
-    true
-}
-
-async fn connect(index: usize, client: &Client, timeout: Duration) -> Option<Connection> {
-    match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
-        Ok(Ok(pubsub)) => Some(pubsub.split()),
-        Ok(Err(e)) => {
-            tracing::debug!(node = index, error = %e, "release notifications: cannot connect");
-            None
-        }
-        Err(_) => {
-            tracing::debug!(node = index, "release notifications: connect timed out");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::feed::*;
+    use super::registry::*;
     use super::*;
+    use std::collections::HashSet;
 
     fn registry() -> Handoff {
         // Port 1 refuses at once: the feeds never connect.
         let clients = vec![Client::open("redis://127.0.0.1:1/").unwrap()];
         Handoff::new(clients, Duration::from_millis(50))
-    }
-
-    #[test]
-    fn channel_names_follow_the_prefix_and_resource() {
-        assert_eq!(channel("rq:", "jobs"), "rq:released:jobs");
-        assert_eq!(channel_of_key("rq:", "rq:lock:jobs"), "rq:released:jobs");
-        assert_eq!(
-            channel_of_key("rq:", "rq:lock:a:lock:b"),
-            "rq:released:a:lock:b"
-        );
-        assert_eq!(channel_of_key("rq:", "other:lock:jobs"), "");
     }
 
     #[test]

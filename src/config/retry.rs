@@ -1,0 +1,104 @@
+//! The retry settings: how often and how long [`Redlock::lock`](crate::Redlock::lock)
+//! tries again.
+
+use std::time::Duration;
+
+use super::Config;
+
+impl Config {
+    /// Sets how many times [`Redlock::lock`](crate::Redlock::lock) tries again
+    /// after a failed first attempt.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_retry_count(0);
+    /// assert_eq!(config.retry_count(), 0);
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_retry_count(mut self, retries: u32) -> Self {
+        self.retry_count = retries;
+        self
+    }
+
+    /// Retries after the first attempt.
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Config::default().retry_count(), 10);
+    /// ```
+    pub fn retry_count(&self) -> u32 {
+        self.retry_count
+    }
+
+    /// Sets the pause between two attempts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_retry_delay(Duration::from_millis(20));
+    /// assert_eq!(config.retry_delay(), Duration::from_millis(20));
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = delay;
+        self
+    }
+
+    /// The pause between two attempts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(redquorum::Config::default().retry_delay(), Duration::from_millis(200));
+    /// ```
+    pub fn retry_delay(&self) -> Duration {
+        self.retry_delay
+    }
+
+    /// Sets the random spread around the retry delay: each pause is drawn
+    /// uniformly from `retry_delay - jitter ..= retry_delay + jitter`
+    /// (never below zero), so that contenders do not retry in lockstep.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_retry_jitter(Duration::ZERO);
+    /// assert!(config.retry_jitter().is_zero());
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_retry_jitter(mut self, jitter: Duration) -> Self {
+        self.retry_jitter = jitter;
+        self
+    }
+
+    /// The random spread around the retry delay.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(redquorum::Config::default().retry_jitter(), Duration::from_millis(100));
+    /// ```
+    pub fn retry_jitter(&self) -> Duration {
+        self.retry_jitter
+    }
+
+    /// Sets an overall deadline for [`Redlock::lock`](crate::Redlock::lock):
+    /// no attempt starts and no retry pause extends past it. An attempt
+    /// already under way finishes, so `lock` returns at most about two node
+    /// timeouts after the deadline. `None` (the default) leaves only the
+    /// retry count as the bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_acquire_timeout(Some(Duration::from_secs(2)));
+    /// assert_eq!(config.acquire_timeout(), Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_acquire_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.acquire_timeout = timeout;
+        self
+    }
+
+    /// The overall deadline of `lock`, if any.
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Config::default().acquire_timeout(), None);
+    /// ```
+    pub fn acquire_timeout(&self) -> Option<Duration> {
+        self.acquire_timeout
+    }
+}

@@ -1,0 +1,155 @@
+//! Acquisition: the retry loop (with release notifications) and one
+//! attempt of a plain, multi-resource or reentrant lock. Fenced attempts
+//! are in [`fenced`](super::fenced).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::release::ReleaseOnDrop;
+use super::{Failure, Held, Shared, fenced};
+use crate::error::{Attempts, Error, NodeOutcome, Result};
+use crate::handoff::Interest;
+use crate::quorum::{Decision, Leftover};
+use crate::ttl::{self, Ttl};
+use crate::{keys, value};
+
+/// Acquires `resources` with up to `retries` retries; `owner` makes it a
+/// reentrant hold.
+///
+/// # Cancel safety
+///
+/// Dropping the future releases whatever the attempt under way set, in a
+/// background task.
+pub(crate) async fn acquire(
+    shared: &Arc<Shared>,
+    resources: &[&str],
+    ttl: Duration,
+    retries: u32,
+    owner: Option<&str>,
+) -> Result<Held> {
+    keys::check_resources(resources)?;
+    if let Some(owner) = owner {
+        value::check_owner(owner)?;
+    }
+    let ttl = Ttl::new(ttl, &shared.config)?;
+    let names = keys::unique_names(resources);
+    let keys: Arc<[String]> = names.iter().map(|r| shared.lock_key(r)).collect();
+    let resources: Arc<[String]> = names.into();
+    let config = &shared.config;
+    let give_up_at = config
+        .acquire_timeout()
+        .and_then(|t| Instant::now().checked_add(t));
+    let mut attempts = 0u32;
+    // Timed pauses taken so far, and the end of the current one while
+    // attempts made on a release notification fail within it.
+    let mut pauses = 0u32;
+    let mut pause_ends: Option<Instant> = None;
+    let mut interest: Option<Interest> = None;
+    loop {
+        attempts += 1;
+        tracing::debug!(resource = %resources[0], attempt = attempts, "acquire attempt");
+        let outcome = match owner {
+            Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
+            None if config.fencing() => fenced::attempt(shared, &resources, &keys, &ttl).await,
+            None => attempt(shared, &resources, &keys, &ttl, None).await,
+        };
+        // After the first attempt, so that the checks never slow it down.
+        super::warn_once(shared);
+        let failure = match outcome {
+            Ok(held) => return Ok(held),
+            Err(failure) => failure,
+        };
+        let now = Instant::now();
+        let wake_at = match pause_ends {
+            Some(at) if at > now => at,
+            _ => {
+                pauses += 1;
+                now + ttl::retry_pause(
+                    config.retry_delay(),
+                    config.retry_jitter(),
+                    rand::random::<f64>(),
+                )
+            }
+        };
+        let out_of_time = give_up_at.is_some_and(|at| wake_at >= at);
+        if pauses > retries || out_of_time {
+            let attempts = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
+                .with_validity_exhausted(failure.validity_exhausted);
+            tracing::debug!(%attempts, "lock not acquired");
+            return Err(Error::NotAcquired(Box::new(attempts)));
+        }
+        // Only a lock held by someone gets released: an attempt that
+        // met no holder (nodes down) has nothing to wait for.
+        let contended = failure
+            .reports
+            .iter()
+            .any(|r| matches!(r.outcome(), NodeOutcome::Refused));
+        if interest.is_none() && contended && config.release_notifications() {
+            let channels = resources
+                .iter()
+                .map(|r| keys::channel(config.key_prefix(), r))
+                .collect();
+            interest = Some(shared.handoff.interest(channels));
+        }
+        let woken = match &interest {
+            Some(interest) => interest.wait_until(wake_at).await,
+            None => {
+                tokio::time::sleep_until(wake_at).await;
+                false
+            }
+        };
+        pause_ends = woken.then_some(wake_at);
+    }
+}
+
+/// One attempt with a fresh value; on failure everything is released.
+async fn attempt(
+    shared: &Arc<Shared>,
+    resources: &Arc<[String]>,
+    keys: &Arc<[String]>,
+    ttl: &Ttl,
+    owner: Option<&str>,
+) -> std::result::Result<Held, Failure> {
+    let value: Arc<str> = match owner {
+        Some(_) => value::hold_id().into(),
+        None => value::fresh().into(),
+    };
+    let owner: Option<Arc<str>> = owner.map(Arc::from);
+    let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+    let start = Instant::now();
+    let mut round = shared
+        .fan_out("acquire", Leftover::Finish, &[], |node| {
+            let (keys, value, millis) = (
+                Arc::clone(keys),
+                Arc::clone(&value),
+                Arc::clone(&ttl.millis),
+            );
+            let owner = owner.clone();
+            async move {
+                match owner {
+                    Some(owner) => node.acquire_reentrant(&keys, &owner, &value, &millis).await,
+                    None => node.acquire(&keys, &value, &millis).await,
+                }
+            }
+        })
+        .await;
+    pending.gates = std::mem::take(&mut round.gates);
+    let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
+        .filter(|v| *v > shared.config.min_validity());
+    if round.decision == Decision::Won {
+        if let Some(validity) = validity {
+            let gates = pending.disarm();
+            tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
+            return Ok(Held::acquired(
+                resources, keys, value, None, ttl, start, gates,
+            ));
+        }
+    }
+    pending.release_failed().await;
+    Err(Failure {
+        reports: round.reports(&shared.nodes),
+        validity_exhausted: round.decision == Decision::Won,
+    })
+}

@@ -1,0 +1,106 @@
+//! [`Held`]: what a held lock is (resources, keys, value, tokens, TTL) and
+//! its [`Status`], shared by the guard and the tasks working for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::quorum::Gate;
+use crate::ttl::Ttl;
+
+/// The lock's state, shared with whoever watches it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Status {
+    /// Past this instant the lock may belong to someone else.
+    pub(crate) deadline: Instant,
+    /// Known lost before the deadline (an extension found it gone).
+    pub(crate) lost: bool,
+}
+
+/// What a guard holds, shared with background tasks working for it.
+pub(crate) struct Held {
+    pub(crate) resources: Arc<[String]>,
+    pub(crate) keys: Arc<[String]>,
+    pub(crate) value: Arc<str>,
+    pub(crate) token: Option<u64>,
+    /// One fencing token per resource, in the order of `resources`.
+    pub(crate) tokens: Option<Arc<[u64]>>,
+    pub(crate) status: watch::Sender<Status>,
+    /// Per node, when the latest round's call (the acquisition's or the
+    /// last extension's) is over, behind the lock that serialises extension
+    /// rounds and the release: see [`Held::next_round`].
+    rounds: tokio::sync::Mutex<Vec<Gate>>,
+    /// The TTL the lock was acquired with: the watchdog extends to it.
+    pub(crate) ttl: Ttl,
+    /// When the acquisition started (limits the watchdog's `max_hold`).
+    pub(crate) acquired_at: Instant,
+}
+
+impl Held {
+    /// A lock acquired in a round that started at `start` with `ttl`: valid
+    /// until `start + ttl - drift`.
+    pub(crate) fn acquired(
+        resources: &Arc<[String]>,
+        keys: &Arc<[String]>,
+        value: Arc<str>,
+        tokens: Option<Arc<[u64]>>,
+        ttl: &Ttl,
+        start: Instant,
+        gates: Vec<Gate>,
+    ) -> Self {
+        let (status, _) = watch::channel(Status {
+            deadline: start + ttl.ttl - ttl.drift,
+            lost: false,
+        });
+        Held {
+            resources: Arc::clone(resources),
+            keys: Arc::clone(keys),
+            value,
+            token: tokens.as_ref().and_then(|t| t.first().copied()),
+            tokens,
+            status,
+            rounds: tokio::sync::Mutex::new(gates),
+            ttl: ttl.clone(),
+            acquired_at: start,
+        }
+    }
+
+    /// The locked resource (the first one, for a multi-resource lock).
+    pub(crate) fn resource(&self) -> &str {
+        self.resources.first().map_or("", String::as_str)
+    }
+
+    /// Validity left; zero once expired or known lost.
+    pub(crate) fn remaining(&self) -> Duration {
+        let status = self.status();
+        if status.lost {
+            return Duration::ZERO;
+        }
+        status.deadline.saturating_duration_since(Instant::now())
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        *self.status.borrow()
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.status.send_modify(|s| s.lost = true);
+    }
+
+    /// Waits for the end of any other extension round of this lock and
+    /// returns the lock that keeps the next one from starting until this
+    /// one is done, holding the latest round's gates: chain the new round
+    /// after them ([`Chain::after`](crate::quorum::Chain)) and store its own.
+    /// So rounds reach each node in the order they start: no late `SET` or
+    /// `PEXPIRE` (nor its re-send after `NOSCRIPT`) lands after a newer one,
+    /// and the deadline is always that of the round the nodes applied last.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the gates stay recorded until a round replaces them.
+    pub(crate) async fn next_round(&self) -> tokio::sync::MutexGuard<'_, Vec<Gate>> {
+        self.rounds.lock().await
+    }
+}

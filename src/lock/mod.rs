@@ -1,0 +1,121 @@
+//! The steps of the lock, on N nodes: acquisition (plain, reentrant,
+//! fenced), extension and release rounds, and the state they share. They
+//! work on a [`Held`] and never build the public face: the
+//! [`Redlock`](crate::Redlock) wraps a `Held` in a
+//! [`LockGuard`](crate::LockGuard) synchronously.
+
+pub(crate) mod acquire;
+mod extend;
+mod fenced;
+pub(crate) mod held;
+pub(crate) mod release;
+
+use std::sync::Arc;
+
+use crate::background::Background;
+use crate::config::Config;
+use crate::error::NodeReport;
+use crate::handoff::Handoff;
+use crate::node::{Node, NodeResult};
+use crate::quorum::{self, Chain, Gate, Leftover, Round};
+
+pub(crate) use held::Held;
+
+/// What every handle and guard of one [`Redlock`](crate::Redlock) shares.
+pub(crate) struct Shared {
+    pub(crate) nodes: Vec<Arc<Node>>,
+    pub(crate) quorum: usize,
+    pub(crate) config: Config,
+    /// Set once the start-up checks have been run in the background.
+    pub(crate) checked: std::sync::atomic::AtomicBool,
+    /// Release notifications for waiters in `lock()`.
+    pub(crate) handoff: Handoff,
+    /// Releases and calls in flight left running in the background.
+    pub(crate) background: Background,
+}
+
+impl Shared {
+    /// One round of `call` on every node, decided by this lock's quorum.
+    /// Each node's call is sent once that node's call in `after` is over.
+    pub(crate) async fn fan_out<F, Fut>(
+        &self,
+        op: &'static str,
+        leftover: Leftover,
+        after: &[Gate],
+        call: F,
+    ) -> Round
+    where
+        F: FnMut(Arc<Node>) -> Fut,
+        Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+    {
+        let chain = self.chain(after);
+        quorum::fan_out(op, &self.nodes, self.quorum, leftover, chain, call).await
+    }
+
+    /// A round chained after `after` whose leftovers run in the background.
+    pub(crate) fn chain<'a>(&'a self, after: &'a [Gate]) -> Chain<'a> {
+        Chain {
+            after,
+            background: &self.background,
+        }
+    }
+
+    /// Compare-and-delete of `keys` holding `value` on every node; with
+    /// `notify` (and release notifications on), each deleted key is
+    /// announced to the waiters of its resource. Chained after `after`.
+    pub(crate) async fn release_round(
+        &self,
+        keys: &Arc<[String]>,
+        value: &Arc<str>,
+        (leftover, after): (Leftover, &[Gate]),
+        notify: bool,
+    ) -> Round {
+        let channels: Arc<[String]> = if notify && self.config.release_notifications() {
+            let prefix = self.config.key_prefix();
+            keys.iter()
+                .map(|key| crate::keys::channel_of_key(prefix, key))
+                .collect()
+        } else {
+            Arc::new([])
+        };
+        self.fan_out("release", leftover, after, |node| {
+            let (keys, value, channels) =
+                (Arc::clone(keys), Arc::clone(value), Arc::clone(&channels));
+            async move { node.release(&keys, &value, &channels).await }
+        })
+        .await
+    }
+
+    /// The key of `resource`'s lock.
+    pub(crate) fn lock_key(&self, resource: &str) -> String {
+        crate::keys::lock_key(self.config.key_prefix(), resource)
+    }
+}
+
+/// The outcome of one failed attempt, kept for the error report.
+pub(crate) struct Failure {
+    pub(crate) reports: Vec<NodeReport>,
+    pub(crate) validity_exhausted: bool,
+}
+
+/// Runs the checks in the background on the first acquisition and logs
+/// what they find; never blocks or fails the caller.
+pub(crate) fn warn_once(shared: &Arc<Shared>) {
+    if shared
+        .checked
+        .swap(true, std::sync::atomic::Ordering::AcqRel)
+    {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let shared = Arc::clone(shared);
+    runtime.spawn(async move {
+        for check in crate::check::report(&shared.nodes).await {
+            for problem in check.problems() {
+                tracing::warn!(%problem, "redquorum start-up check");
+            }
+        }
+    });
+}

@@ -1,0 +1,358 @@
+//! Every Lua script run on a node, with its KEYS/ARGV contract, and which
+//! one fits a lock value ([`release_script`], [`extend_script`]).
+//!
+//! Every script compares the stored value with ours before touching a key,
+//! so no script ever changes a lock that belongs to someone else. Reads use
+//! `redis.pcall`, so a key of another type (a hash, say) counts as "not ours"
+//! instead of raising `WRONGTYPE`. `redis::Script` sends `EVALSHA` and falls
+//! back to loading the script on `NOSCRIPT`, so a `SCRIPT FLUSH` or a node
+//! restart costs one extra round trip, never a failure.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Takes every key of a multi-resource lock at once, or none.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns 1 when every key was free and is now ours, 0 when any key exists
+/// (nothing is written then).
+pub(crate) static ACQUIRE_ALL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.call('exists', KEYS[i]) == 1 then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Compare-and-delete, announcing each release.
+///
+/// KEYS: the lock keys. ARGV[1]: our value; ARGV[1 + i] (optional): the
+/// channel on which to publish our value once KEYS[i] is deleted (absent or
+/// empty: publish nothing).
+/// Deletes each key that holds our value; returns how many it deleted.
+/// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still releases.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = 0
+for i = 1, #KEYS do
+  if redis.pcall('get', KEYS[i]) == ARGV[1] then
+    local deleted = redis.call('del', KEYS[i])
+    n = n + deleted
+    local channel = ARGV[i + 1]
+    if deleted == 1 and channel and channel ~= '' then
+      redis.pcall('publish', channel, ARGV[1])
+    end
+  end
+end
+return n
+",
+    )
+});
+
+/// Compare-and-pexpire. Never creates a key.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
+/// Returns 1 when every key holds our value and got the new TTL, 0 when any
+/// key is missing or not ours (nothing is changed then).
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('pexpire', KEYS[i], ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Compare-and-pexpire that tells a missing key from a foreign one.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
+/// Returns 1 when every key holds our value and got the new TTL; 0 when any
+/// key holds another value; -1 when no key is foreign but some are missing
+/// (a restarted node). Nothing is changed unless it returns 1.
+pub(crate) static EXTEND_OR_MISSING: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local missing = false
+for i = 1, #KEYS do
+  local v = redis.pcall('get', KEYS[i])
+  if v == false then
+    missing = true
+  elseif v ~= ARGV[1] then
+    return 0
+  end
+end
+if missing then return -1 end
+for i = 1, #KEYS do
+  redis.call('pexpire', KEYS[i], ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Re-seeds a lock on a node that lost it (restarted empty), once the lock
+/// is known to be held on a quorum. Never overwrites another owner's key.
+///
+/// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns 0 when any key holds another value (nothing is written); else
+/// sets each missing key (`SET NX PX`), gives the TTL to those already
+/// ours, and returns 1.
+pub(crate) static RESEED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  local v = redis.pcall('get', KEYS[i])
+  if v ~= false and v ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  if not redis.call('set', KEYS[i], ARGV[1], 'nx', 'px', ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
+end
+return 1
+",
+    )
+});
+
+// Fencing tokens (see `lock::fenced`).
+
+/// Phase 1: takes every lock key at once, or none, and reads the counters.
+///
+/// KEYS: the n lock keys, then the n counter keys (same order).
+/// ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
+/// Returns nil when any lock key exists (nothing is written then), else the
+/// n counters as decimal strings ("0" for a counter never written).
+pub(crate) static FENCED_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('exists', KEYS[i]) == 1 then return false end
+end
+local counters = {}
+for i = 1, n do
+  local c = redis.call('get', KEYS[n + i])
+  if c and not string.match(c, '^%d+$') then
+    return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
+  end
+  counters[i] = c or '0'
+end
+for i = 1, n do
+  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+end
+return counters
+",
+    )
+});
+
+/// Phase 2: raises the counters to the tokens, only while the lock is ours.
+///
+/// KEYS: as [`FENCED_ACQUIRE`]. ARGV[1]: our value, ARGV[1 + i]: the token of
+/// resource i, in decimal. Returns 1 when every lock key holds our value
+/// and every counter is now at least its token, 0 when a lock key is
+/// missing or not ours (nothing is written then). Counters are compared as
+/// decimal strings (length, then digits), exact over the whole `u64` range.
+pub(crate) static FENCE_WRITE_BACK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local c = redis.call('get', KEYS[n + i])
+  local t = ARGV[1 + i]
+  if not c or #c < #t or (#c == #t and c < t) then
+    redis.call('set', KEYS[n + i], t)
+  end
+end
+return 1
+",
+    )
+});
+
+// Reentrant holds.
+//
+// Reentrant holds: one lock that the same caller-chosen owner may take
+// several times, and that is free again once every hold is released.
+//
+// On each node the lock key of a reentrant lock is a hash (a plain lock's
+// key is a string, so the two kinds exclude each other):
+//
+// | field | value |
+// |---|---|
+// | `owner` | the owner's identity |
+// | `count` | the number of holds on this node |
+// | `hold:<id>` | the hold's expiry (node clock, ms), one field per hold |
+//
+// Each acquisition has its own hold id (the guard's value, fresh random
+// bits), so that releasing a hold, or cleaning up after an attempt that did
+// not reach a quorum, removes exactly that hold and never another one of
+// the same owner: a node that never saw the hold is left alone. The hold
+// id starts with [`HOLD_ID_MARK`], which no plain value does; the node
+// layer picks the reentrant release and extend scripts by it, so every
+// path that releases or extends a lock (guard, drop, cancelled attempt,
+// background extension) treats a reentrant hold correctly.
+//
+// The key's TTL is always the latest expiry among its holds: taking an
+// inner hold with a short TTL cannot cut an outer hold short, and
+// releasing an inner hold with a long TTL does not leave its TTL behind
+// (were the outer holder to die, the lock frees at the outer expiry).
+
+/// Lua shared by the scripts: `now()`, the node's clock in milliseconds,
+/// and `refit(key, now)`, which gives `key` the TTL of the latest expiry
+/// among its holds (deleting it when every hold has expired). Each hold
+/// field stores its own expiry, so that releasing or extending one hold
+/// leaves the key exactly as long-lived as the holds that remain. The
+/// expiries are on the node's clock, as Redis's own key expiry is.
+const PRELUDE: &str = r"
+local function now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function refit(key, at)
+  local latest = 0
+  local fields = redis.call('hgetall', key)
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 5) == 'hold:' then
+      local expiry = tonumber(fields[i + 1]) or 0
+      if expiry > latest then latest = expiry end
+    end
+  end
+  if latest <= at then
+    redis.call('del', key)
+  else
+    redis.call('pexpire', key, latest - at)
+  end
+end
+";
+
+/// A script made of [`PRELUDE`] and `body`.
+fn with_prelude(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
+/// Takes the lock for an owner, or one more hold for the owner holding it.
+///
+/// KEYS[1]: the lock key. ARGV[1]: owner, ARGV[2]: hold id, ARGV[3]: TTL in
+/// milliseconds. Returns 1 when the hold is ours (the key was free, or is
+/// held by this owner), 0 when the key holds anything else. The key's TTL
+/// becomes the latest expiry among its holds, so never shorter than before.
+pub(crate) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    with_prelude(
+        r"
+local at = now()
+local ttl = tonumber(ARGV[3])
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  redis.call('hset', KEYS[1], 'owner', ARGV[1], 'count', 1, 'hold:' .. ARGV[2], at + ttl)
+  redis.call('pexpire', KEYS[1], ttl)
+  return 1
+end
+if kind ~= 'hash' or redis.call('hget', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+if redis.call('hsetnx', KEYS[1], 'hold:' .. ARGV[2], at + ttl) == 1 then
+  redis.call('hincrby', KEYS[1], 'count', 1)
+else
+  redis.call('hset', KEYS[1], 'hold:' .. ARGV[2], at + ttl)
+end
+refit(KEYS[1], at)
+return 1
+",
+    )
+});
+
+/// Removes one hold; frees the lock when it was the last, else gives the
+/// key the TTL of the latest expiry among the holds that remain.
+///
+/// KEYS: the lock keys. ARGV[1]: the hold id. Returns how many keys had the
+/// hold (and lost it).
+pub(crate) static REENTRANT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    with_prelude(
+        r"
+local at = now()
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('type', KEYS[i]).ok == 'hash'
+      and redis.call('hdel', KEYS[i], 'hold:' .. ARGV[1]) == 1 then
+    if redis.call('hincrby', KEYS[i], 'count', -1) <= 0 then
+      redis.call('del', KEYS[i])
+    else
+      refit(KEYS[i], at)
+    end
+    n = n + 1
+  end
+end
+return n
+",
+    )
+});
+
+/// Gives the hold the TTL from now, while the hold exists; the key then
+/// lives until the latest expiry among its holds. Never creates a key.
+///
+/// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
+/// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
+pub(crate) static REENTRANT_EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    with_prelude(
+        r"
+for i = 1, #KEYS do
+  if redis.call('type', KEYS[i]).ok ~= 'hash'
+      or redis.call('hexists', KEYS[i], 'hold:' .. ARGV[1]) == 0 then
+    return 0
+  end
+end
+local at = now()
+for i = 1, #KEYS do
+  redis.call('hset', KEYS[i], 'hold:' .. ARGV[1], at + tonumber(ARGV[2]))
+  refit(KEYS[i], at)
+end
+return 1
+",
+    )
+});
+
+/// The compare-and-delete script for `value`: the reentrant one for a hold id.
+pub(crate) fn release_script(value: &str) -> &'static Script {
+    if crate::value::is_hold_id(value) {
+        &REENTRANT_RELEASE
+    } else {
+        &RELEASE
+    }
+}
+
+/// The compare-and-pexpire script for `value`: the reentrant one for a hold id.
+pub(crate) fn extend_script(value: &str) -> &'static Script {
+    if crate::value::is_hold_id(value) {
+        &REENTRANT_EXTEND
+    } else {
+        &EXTEND
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_ids_get_the_reentrant_scripts_and_plain_values_the_plain_ones() {
+        let id = crate::value::hold_id();
+        assert!(std::ptr::eq(release_script(&id), &*REENTRANT_RELEASE));
+        assert!(std::ptr::eq(extend_script(&id), &*REENTRANT_EXTEND));
+        let plain = crate::value::fresh();
+        assert!(std::ptr::eq(release_script(&plain), &*RELEASE));
+        assert!(std::ptr::eq(extend_script(&plain), &*EXTEND));
+    }
+}

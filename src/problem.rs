@@ -1,0 +1,225 @@
+//! What the start-up checks report: [`NodeProblem`], one misconfiguration
+//! of one node, and [`NodeCheck`], the facts read from one node.
+
+use std::fmt;
+use std::time::Duration;
+
+/// One misconfiguration found by [`Redlock::check`](crate::Redlock::check),
+/// naming the node (its position in the list given and its address).
+///
+/// ```
+/// use redquorum::NodeProblem;
+///
+/// let p = NodeProblem::Eviction { index: 2, node: "10.0.0.3:6379".into(), policy: "allkeys-lru".into() };
+/// assert!(p.to_string().contains("maxmemory-policy noeviction"));
+/// assert_eq!(p.index(), 2);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeProblem {
+    /// No answer (down, wrong address, firewall). Only reported by `check()`
+    /// when too few nodes answer for a quorum: a minority down is what
+    /// Redlock is built to survive.
+    Unreachable {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// What the connection said.
+        reason: String,
+    },
+    /// The node refused our credentials (`NOAUTH`, `WRONGPASS`).
+    AuthFailed {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The server's message.
+        reason: String,
+    },
+    /// `ROLE` says the node is not a master (a replica refuses writes, and a
+    /// replica of another voter is not an independent vote).
+    NotMaster {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The role reported (`slave`, `sentinel`).
+        role: String,
+        /// For a replica, the `host:port` of its master.
+        master: Option<String>,
+    },
+    /// `maxmemory-policy` is not `noeviction`: the node may evict lock keys
+    /// before their TTL, and two clients would then hold the lock.
+    Eviction {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The policy in force.
+        policy: String,
+    },
+    /// Two URLs lead to the same server (same `run_id`), e.g. a hostname and
+    /// its IP, or a proxy: one server would cast two votes.
+    Duplicate {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// Position of the earlier node that is the same server.
+        same_as: usize,
+    },
+    /// The node is part of a Redis Cluster (`cluster_enabled:1` or a `MOVED`
+    /// reply). Redlock needs independent masters; cluster redirections are
+    /// never followed.
+    Cluster {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+    },
+}
+
+impl NodeProblem {
+    /// Position of the node in the list given to the constructor.
+    ///
+    /// ```
+    /// let p = redquorum::NodeProblem::Cluster { index: 1, node: "a:6379".into() };
+    /// assert_eq!(p.index(), 1);
+    /// ```
+    pub fn index(&self) -> usize {
+        match self {
+            NodeProblem::Unreachable { index, .. }
+            | NodeProblem::AuthFailed { index, .. }
+            | NodeProblem::NotMaster { index, .. }
+            | NodeProblem::Eviction { index, .. }
+            | NodeProblem::Duplicate { index, .. }
+            | NodeProblem::Cluster { index, .. } => *index,
+        }
+    }
+}
+
+impl fmt::Display for NodeProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeProblem::Unreachable {
+                index,
+                node,
+                reason,
+            } => write!(f, "node {index} ({node}) is unreachable: {reason}"),
+            NodeProblem::AuthFailed {
+                index,
+                node,
+                reason,
+            } => write!(
+                f,
+                "node {index} ({node}): authentication failed ({reason}): put the right \
+                 user/password in its URL (redis://user:password@host:port/)"
+            ),
+            NodeProblem::NotMaster {
+                index,
+                node,
+                master: Some(master),
+                ..
+            } => write!(
+                f,
+                "node {index} ({node}) is a replica of {master}, not a master: it refuses \
+                 writes and is no independent vote; list independent masters only"
+            ),
+            NodeProblem::NotMaster {
+                index, node, role, ..
+            } => write!(
+                f,
+                "node {index} ({node}) is a {role}, not a master: list independent masters only"
+            ),
+            NodeProblem::Eviction {
+                index,
+                node,
+                policy,
+            } => write!(
+                f,
+                "node {index} ({node}) has maxmemory-policy {policy}: it may evict lock keys \
+                 early; set maxmemory-policy noeviction"
+            ),
+            NodeProblem::Duplicate {
+                index,
+                node,
+                same_as,
+            } => write!(
+                f,
+                "node {index} ({node}) is the same server as node {same_as} (same run_id): \
+                 each vote must come from an independent Redis master"
+            ),
+            NodeProblem::Cluster { index, node } => write!(
+                f,
+                "node {index} ({node}) is a Redis Cluster node: use independent standalone \
+                 masters, not a cluster"
+            ),
+        }
+    }
+}
+
+/// Facts about one node, from
+/// [`Redlock::check_report`](crate::Redlock::check_report).
+///
+/// ```no_run
+/// # async fn run(redlock: redquorum::Redlock) {
+/// for node in redlock.check_report().await {
+///     println!("{} reachable={} role={:?} policy={:?} latency={:?} problems={}",
+///         node.node(), node.reachable(), node.role(), node.eviction_policy(),
+///         node.latency(), node.problems().len());
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct NodeCheck {
+    pub(crate) index: usize,
+    pub(crate) node: String,
+    pub(crate) reachable: bool,
+    pub(crate) role: Option<String>,
+    pub(crate) eviction_policy: Option<String>,
+    pub(crate) run_id: Option<String>,
+    pub(crate) cluster_enabled: bool,
+    pub(crate) latency: Option<Duration>,
+    pub(crate) problems: Vec<NodeProblem>,
+}
+
+impl NodeCheck {
+    /// Position in the node list.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// Address, without credentials.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+    /// Whether the node answered at all (an authentication refusal counts as
+    /// an answer).
+    pub fn reachable(&self) -> bool {
+        self.reachable
+    }
+    /// First element of `ROLE` (`master`, `slave`, `sentinel`), if read.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+    /// `maxmemory-policy`, if `CONFIG GET` is allowed.
+    pub fn eviction_policy(&self) -> Option<&str> {
+        self.eviction_policy.as_deref()
+    }
+    /// The server's `run_id` from `INFO server`, if read.
+    pub fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+    /// Whether `INFO cluster` says `cluster_enabled:1`.
+    pub fn cluster_enabled(&self) -> bool {
+        self.cluster_enabled
+    }
+    /// Round-trip time of the `ROLE` call, if it succeeded.
+    pub fn latency(&self) -> Option<Duration> {
+        self.latency
+    }
+    /// Misconfigurations found on this node (empty when all is well).
+    pub fn problems(&self) -> &[NodeProblem] {
+        &self.problems
+    }
+}

@@ -1,0 +1,284 @@
+//! The locking calls of [`Redlock`]: one attempt or with retries, one or
+//! several resources, reentrant holds, and [`with_lock`](Redlock::with_lock),
+//! which runs a job under an auto-extended lock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Redlock;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::lock;
+
+impl Redlock {
+    /// Makes one attempt to lock `resource` for `ttl`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::{Error, Redlock};
+    ///
+    /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
+    /// match redlock.try_lock("cron:cleanup", Duration::from_secs(60)).await {
+    ///     Ok(guard) => guard.release().await?,
+    ///     Err(Error::NotAcquired(why)) if why.is_contended() => println!("someone else runs it"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] for an empty resource or an unusable TTL.
+    /// - [`Error::NotAcquired`] when no quorum granted the lock with validity
+    ///   to spare; it tells each node's answer. Whatever the attempt set is
+    ///   released before this returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future mid-attempt releases, in a spawned task, every
+    /// key the attempt may have set: nothing is left to block others until
+    /// the TTL.
+    pub async fn try_lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
+        self.acquire(&[resource], ttl, 0, None).await
+    }
+
+    /// Locks `resource` for `ttl`, trying again (after `retry_delay` plus or
+    /// minus `retry_jitter`) up to `retry_count` times and never past
+    /// `acquire_timeout`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock("account:7", Duration::from_secs(5)).await?;
+    /// println!("exclusive for {:?}", guard.remaining());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](Self::try_lock); [`Error::NotAcquired`] reports the
+    /// number of attempts and the node answers of the last one.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock): a dropped future leaves no key behind.
+    pub async fn lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
+        let retries = self.shared.config.retry_count();
+        self.acquire(&[resource], ttl, retries, None).await
+    }
+
+    /// Locks every resource in `resources` at once, with the retries of
+    /// [`lock`](Self::lock). On each node the keys are taken by one script
+    /// (all free, then all set), so two callers locking overlapping sets can
+    /// never each hold a part. Release and extend act on the whole set;
+    /// duplicate names count once. With fencing on, each resource gets its
+    /// own token ([`LockGuard::fencing_tokens`]).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.lock_many(&["account:1", "account:2"], Duration::from_secs(5)).await?;
+    /// // ... move money between the two accounts ...
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); an empty list is [`Error::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
+        let retries = self.shared.config.retry_count();
+        self.acquire(resources, ttl, retries, None).await
+    }
+
+    /// One attempt of [`lock_many`](Self::lock_many).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let guard = redlock.try_lock_many(&["a", "b"], std::time::Duration::from_secs(5)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn try_lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
+        self.acquire(resources, ttl, 0, None).await
+    }
+
+    /// Locks `resource` for `owner`, a caller-chosen identity, with the
+    /// retries of [`lock`](Self::lock); the same owner may take it again
+    /// while holding it. Each guard is one hold: the lock is free for
+    /// others once every hold of `owner` is released (or has expired).
+    ///
+    /// On each node one script takes a free lock for `owner`, or adds a
+    /// hold when `owner` already has it (raising the TTL to at least `ttl`),
+    /// or refuses. Quorum, validity, retries and clean-up after a failed
+    /// attempt are those of [`lock`](Self::lock). A reentrant lock and a
+    /// plain lock of the same resource exclude each other. Reentrant holds
+    /// carry no fencing token, even with fencing on.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let outer = redlock.lock_reentrant("ledger", "job-17", Duration::from_secs(10)).await?;
+    /// let inner = redlock.lock_reentrant("ledger", "job-17", Duration::from_secs(10)).await?;
+    /// inner.release().await?; // still held by job-17
+    /// outer.release().await?; // now free
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Holds are counted per node. Should a release not reach a node (it
+    /// is down or cut off), that node keeps the hold until the key's TTL
+    /// runs out, and its count stays above the others': it votes against
+    /// other owners until then. The count of a node never drifts from
+    /// failed or cancelled acquisitions, since each hold has its own id.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); an empty `owner` is [`Error::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock): a dropped future removes the hold
+    /// it may have added, and only that one.
+    pub async fn lock_reentrant(
+        &self,
+        resource: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<LockGuard> {
+        let retries = self.shared.config.retry_count();
+        self.acquire(&[resource], ttl, retries, Some(owner)).await
+    }
+
+    /// One attempt of [`lock_reentrant`](Self::lock_reentrant).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let ttl = std::time::Duration::from_secs(5);
+    /// let guard = redlock.try_lock_reentrant("ledger", "job-17", ttl).await?;
+    /// assert!(redlock.try_lock_reentrant("ledger", "job-18", ttl).await.is_err());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock_reentrant`](Self::lock_reentrant).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`lock_reentrant`](Self::lock_reentrant).
+    pub async fn try_lock_reentrant(
+        &self,
+        resource: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<LockGuard> {
+        self.acquire(&[resource], ttl, 0, Some(owner)).await
+    }
+
+    /// Locks `resource` (with the retries of [`lock`](Self::lock)), runs
+    /// `f(&guard)` while the watchdog ([`LockGuard::auto_extend`]) keeps the
+    /// lock, and releases it when `f` is done.
+    ///
+    /// If the lock is lost while `f` runs (extensions could not reach a
+    /// quorum before the validity ran out, a quorum no longer holds our
+    /// value, or the extension limits of the [`Config`](crate::Config) were
+    /// hit), `f`'s future is dropped at that moment, so it stops at its
+    /// current `.await`, and [`Error::Lost`] is returned; the keys still
+    /// ours are released in the background.
+    ///
+    /// `f` receives the guard, to read [`LockGuard::remaining`] or its
+    /// fencing token before a side effect.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::{Error, Redlock};
+    ///
+    /// # async fn export() -> usize { 0 }
+    /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
+    /// match redlock
+    ///     .with_lock("nightly-export", Duration::from_secs(10), async |guard| {
+    ///         println!("exclusive, {:?} left before the next extension", guard.remaining());
+    ///         export().await // may run far longer than the TTL
+    ///     })
+    ///     .await
+    /// {
+    ///     Ok(rows) => println!("exported {rows} rows"),
+    ///     Err(Error::NotAcquired(why)) => println!("not started: {why}"),
+    ///     Err(Error::Lost) => println!("lock lost; export cancelled midway"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - As [`lock`](Self::lock) when the lock is not acquired
+    ///   ([`Error::NotAcquired`], [`Error::InvalidArgument`]): `f` never runs.
+    /// - [`Error::Lost`] when the lock was lost while `f` ran: `f` was
+    ///   cancelled. When `f` finishes before any loss, its value is returned
+    ///   even if the release that follows cannot reach a quorum (that is
+    ///   logged): the lock was held for the whole of `f`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future drops `f`'s future and the guard: the
+    /// watchdog stops and the lock is released in a spawned task. The same
+    /// happens when `f` panics (the panic then goes on unwinding).
+    pub async fn with_lock<F, T>(&self, resource: &str, ttl: Duration, f: F) -> Result<T>
+    where
+        F: AsyncFnOnce(&LockGuard) -> T,
+    {
+        let mut guard = self.lock(resource, ttl).await?;
+        guard.auto_extend();
+        let done = {
+            let work = f(&guard);
+            tokio::select! {
+                biased;
+                () = guard.lost() => None,
+                value = work => Some(value),
+            }
+        };
+        let Some(value) = done else {
+            tracing::warn!(resource, remaining = ?guard.remaining(), "lock lost; job cancelled");
+            // Dropping releases what is still ours, in the background: the
+            // caller learns of the loss at once.
+            drop(guard);
+            return Err(Error::Lost);
+        };
+        if let Err(error) = guard.release().await {
+            tracing::warn!(resource, %error, "job done, but the release found no quorum holding the lock");
+        }
+        Ok(value)
+    }
+
+    /// Acquires through the lock's steps and wraps the result in a guard,
+    /// with no `.await` in between: a dropped future either released what
+    /// it set or handed it to a guard.
+    async fn acquire(
+        &self,
+        resources: &[&str],
+        ttl: Duration,
+        retries: u32,
+        owner: Option<&str>,
+    ) -> Result<LockGuard> {
+        let held = lock::acquire::acquire(&self.shared, resources, ttl, retries, owner).await?;
+        Ok(LockGuard::new(Arc::clone(&self.shared), held))
+    }
+}
