@@ -9,7 +9,6 @@ use std::time::Duration;
 use redquorum::{Config, Error, LockGuard, Redlock};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
-use tokio::time::Instant;
 
 use crate::args::RunArgs;
 use crate::group::{self, Group};
@@ -116,53 +115,30 @@ fn not_acquired(e: Error) -> Exit {
     }
 }
 
-/// Tries until acquired or `wait` has passed. A signal interrupts the
-/// pauses only; an attempt under way is finished and its lock released, so
-/// that nothing is left on the nodes.
+/// Takes the lock: one attempt with `--no-wait`, else the library's
+/// `lock()` (retries, release notifications) bounded by `--wait`. A signal
+/// stops the wait at once; the attempt under way is dropped, and its keys
+/// are released in the background (`run` awaits that before exiting).
 async fn acquire(
     redlock: &Redlock,
     args: &RunArgs,
     signals: &mut Signals,
 ) -> Result<LockGuard, Exit> {
-    let give_up_at = Instant::now() + args.wait().unwrap_or(Duration::ZERO);
-    loop {
-        let attempt = redlock.try_lock(&args.resource, args.ttl);
-        tokio::pin!(attempt);
-        let result = loop {
-            tokio::select! {
-                result = &mut attempt => break result,
-                received = signals.recv() => match received {
-                    // No command runs yet: only this process stops.
-                    Received::Stop => stop_self(),
-                    Received::Forward(signo) => {
-                        if let Ok(guard) = attempt.await {
-                            let _ = guard.release().await;
-                        }
-                        return Err(interrupted(signo));
-                    }
-                },
-            }
-        };
-        let e = match result {
-            Ok(guard) => return Ok(guard),
-            Err(e @ Error::NotAcquired(_)) => e,
-            Err(e) => return Err(not_acquired(e)),
-        };
-        let now = Instant::now();
-        if now >= give_up_at {
-            return Err(not_acquired(e));
+    let attempt = async {
+        match args.wait() {
+            Some(_) => redlock.lock(&args.resource, args.ttl).await,
+            None => redlock.try_lock(&args.resource, args.ttl).await,
         }
-        let spread = RETRY_JITTER.as_secs_f64() * (2.0 * rand::random::<f64>() - 1.0);
-        let pause = Duration::from_secs_f64((RETRY_DELAY.as_secs_f64() + spread).max(0.0));
-        let wake = (now + pause).min(give_up_at);
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep_until(wake) => break,
-                received = signals.recv() => match received {
-                    Received::Stop => stop_self(),
-                    Received::Forward(signo) => return Err(interrupted(signo)),
-                },
-            }
+    };
+    tokio::pin!(attempt);
+    loop {
+        tokio::select! {
+            result = &mut attempt => return result.map_err(not_acquired),
+            received = signals.recv() => match received {
+                // No command runs yet: only this process stops.
+                Received::Stop => stop_self(),
+                Received::Forward(signo) => return Err(interrupted(signo)),
+            },
         }
     }
 }
@@ -218,7 +194,12 @@ enum End {
 
 /// Runs `redquorum run`.
 pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
-    let config = config.with_fencing(args.fencing);
+    let config = config
+        .with_fencing(args.fencing)
+        .with_retry_delay(RETRY_DELAY)
+        .with_retry_jitter(RETRY_JITTER)
+        .with_retry_count(u32::MAX)
+        .with_acquire_timeout(args.wait());
     let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config) {
         Ok(redlock) => redlock,
         Err(e) => return not_acquired(e),
@@ -265,7 +246,7 @@ async fn run_inner(redlock: &Redlock, args: &RunArgs) -> Result<Exit, Exit> {
                         group.signal(libc::SIGSTOP);
                     }
                     stop_self();
-                    if guard.is_lost() {
+                    if guard.is_expired() {
                         break End::LapsedWhileStopped;
                     }
                     if let Some(group) = group {
