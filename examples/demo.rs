@@ -8,10 +8,9 @@
 //! REDLOCK_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
 //! ```
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redquorum::testkit::{LocalCluster, Nodes};
+use redquorum::testkit::{History, LocalCluster, Nodes};
 use redquorum::{Config, Error, Redlock};
 use tokio::time::Instant;
 
@@ -22,14 +21,6 @@ const KILL_AT: Duration = Duration::from_secs(2);
 /// Longer than the TTL after the kill: a node restarted empty sooner could
 /// grant a lock still held elsewhere.
 const RESTART_AT: Duration = Duration::from_millis(4_000);
-
-/// One worker's hold: exclusive from `start` to `end`.
-#[derive(Clone, Copy)]
-struct Hold {
-    worker: usize,
-    start: Instant,
-    end: Instant,
-}
 
 #[derive(Default)]
 struct WorkerStats {
@@ -57,11 +48,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         redlock.quorum()
     );
 
-    let holds = Arc::new(Mutex::new(Vec::<Hold>::new()));
+    let history = History::default();
     let started = Instant::now();
     let mut workers = Vec::new();
     for worker in 0..WORKERS {
-        let (redlock, holds) = (redlock.clone(), Arc::clone(&holds));
+        let (redlock, history) = (redlock.clone(), history.clone());
         workers.push(tokio::spawn(async move {
             let mut stats = WorkerStats::default();
             while started.elapsed() < RUN {
@@ -75,11 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         let valid_until = guard.valid_until();
                         let released_at = Instant::now();
                         let _ = guard.release().await;
-                        let end = valid_until.min(released_at);
-                        holds
-                            .lock()
-                            .map_err(|_| "poisoned")?
-                            .push(Hold { worker, start, end });
+                        history.record(worker, start, valid_until, released_at);
                         tokio::time::sleep(Duration::from_millis(rand::random_range(0..10))).await;
                     }
                     Err(Error::NotAcquired(why)) if why.is_unavailable() => stats.unavailable += 1,
@@ -132,8 +119,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(cluster) = cluster {
         println!("node states at the end: {}", states(cluster));
     }
-    let holds = holds.lock().map_err(|_| "poisoned")?.clone();
-    let overlaps = count_overlaps(holds);
+    let overlaps = history.overlaps().len();
     println!("acquisitions: {total}");
     println!("overlapping holds: {overlaps}");
     if overlaps > 0 || total == 0 {
@@ -148,21 +134,4 @@ fn states(cluster: &LocalCluster) -> String {
         .map(|i| format!("{i}={:?}", cluster.state(i)))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Pairs of holds by different workers whose intervals intersect.
-fn count_overlaps(mut holds: Vec<Hold>) -> usize {
-    holds.sort_by_key(|h| h.start);
-    let mut overlaps = 0;
-    for (i, a) in holds.iter().enumerate() {
-        for b in &holds[i + 1..] {
-            if b.start >= a.end {
-                break;
-            }
-            if a.worker != b.worker {
-                overlaps += 1;
-            }
-        }
-    }
-    overlaps
 }
