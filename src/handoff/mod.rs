@@ -89,11 +89,14 @@ pub(crate) struct Handoff {
 
 impl Handoff {
     /// A registry over the nodes of `clients`; no I/O until the first wait.
-    pub(crate) fn new(clients: Vec<Client>, timeout: Duration) -> Self {
+    /// `quorum`: how many nodes must announce a release before a waiter is
+    /// woken (the lock is then free on a quorum, so its attempt can succeed).
+    pub(crate) fn new(clients: Vec<Client>, timeout: Duration, quorum: usize) -> Self {
         Handoff {
             inner: Arc::new(Inner {
                 clients,
                 timeout,
+                quorum,
                 entries: Mutex::new(HashMap::new()),
                 feeds: Mutex::new(Vec::new()),
                 #[cfg(test)]
@@ -173,7 +176,7 @@ mod tests {
     fn registry() -> Handoff {
         // Port 1 refuses at once: the feeds never connect.
         let clients = vec![Client::open("redis://127.0.0.1:1/").unwrap()];
-        Handoff::new(clients, Duration::from_millis(50))
+        Handoff::new(clients, Duration::from_millis(50), 1)
     }
 
     #[test]
@@ -228,6 +231,31 @@ mod tests {
         handoff.inner.announce("c", b"value-2");
         assert!(matches!(
             futures::poll!(&mut w2),
+            std::task::Poll::Ready(true)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_release_wakes_a_waiter_only_once_a_quorum_of_nodes_announced_it() {
+        // Five nodes, quorum three: the first deletes can land while the
+        // others still hold the key, and an attempt made then fails.
+        let clients = (1..=5)
+            .map(|port| Client::open(format!("redis://127.0.0.1:{port}/")).unwrap())
+            .collect();
+        let handoff = Handoff::new(clients, Duration::from_millis(50), 3);
+        let interest = handoff.interest(vec!["c".to_owned()]);
+        let far = Instant::now() + Duration::from_secs(30);
+        let mut waiting = Box::pin(interest.wait_until(far));
+        assert!(futures::poll!(&mut waiting).is_pending());
+        handoff.inner.announce("c", b"value-1");
+        handoff.inner.announce("c", b"value-1");
+        assert!(
+            futures::poll!(&mut waiting).is_pending(),
+            "woken before a quorum"
+        );
+        handoff.inner.announce("c", b"value-1");
+        assert!(matches!(
+            futures::poll!(&mut waiting),
             std::task::Poll::Ready(true)
         ));
     }
@@ -471,7 +499,7 @@ mod tests {
             let cluster = LocalCluster::start(1).unwrap();
             let direct = cluster.direct_url(0);
             let clients = vec![Client::open(cluster.url(0)).unwrap()];
-            let handoff = Handoff::new(clients, Duration::from_millis(200));
+            let handoff = Handoff::new(clients, Duration::from_millis(200), 1);
             let _keep = handoff.interest(vec!["keep".to_owned()]);
             let subscribed = eventually(Duration::from_secs(10), || {
                 subscribers(&direct, "keep") == 1

@@ -57,6 +57,8 @@ pub(super) struct Feed {
 pub(super) struct Inner {
     pub(super) clients: Vec<Client>,
     pub(super) timeout: Duration,
+    /// Announcements of one release that wake a waiter.
+    pub(super) quorum: usize,
     /// Waiters per channel: its keys are the wanted set.
     pub(super) entries: Mutex<HashMap<String, Entry>>,
     /// Started on the first wait.

@@ -129,6 +129,7 @@ impl Redlock {
         let handoff = Handoff::new(
             parsed.iter().map(|n| n.client().clone()).collect(),
             config.node_timeout(),
+            quorum,
         );
         Ok(Redlock {
             shared: Arc::new(Shared {

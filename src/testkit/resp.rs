@@ -188,7 +188,13 @@ mod tests {
         let mut r = Rewriter::default();
         let sha = crate::node::scripts::EXTEND.get_hash();
         let extend = req(&["EVALSHA", sha, "1", "k", "v", "1000"]);
-        let release = req(&["EVALSHA", crate::node::scripts::RELEASE.get_hash(), "1", "k", "v"]);
+        let release = req(&[
+            "EVALSHA",
+            crate::node::scripts::RELEASE.get_hash(),
+            "1",
+            "k",
+            "v",
+        ]);
         let mut both = extend.clone();
         both.extend_from_slice(&release);
         let mut expected = req(&["EVALSHA", sha, "1", "k", "v", "500"]);
