@@ -100,8 +100,9 @@
 //! channel, `{prefix}released:{resource}`, on each node; a `lock()` that
 //! finds the lock held subscribes to it over one pub/sub connection per
 //! node, opened on the first wait and shared by all waiters of the
-//! `Redlock`. One waiter is woken per release (in arrival order); the others
-//! keep their place for later releases. The retry delay stays the bound on
+//! `Redlock`. One waiter is woken per release (in arrival order), once a
+//! quorum of nodes has announced it; the others keep their place for later
+//! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or
 //! refuses `SUBSCRIBE`, only means waiting as without notifications, and
 //! `retry_count` still counts the timed pauses. [`Redlock::try_lock`] never

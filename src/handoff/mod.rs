@@ -16,10 +16,15 @@
 //! and go while a node hangs, a feed has at most one reconciliation pending
 //! and connects again with an exponential backoff, never once per change.
 //!
-//! A message wakes ONE local waiter of the resource (FIFO, through
-//! [`Notify::notify_one`]), once per release whatever the number of nodes
-//! that announce it: the other waiters keep their place and get the next
-//! releases, so a hand-off costs one attempt, not a stampede. Everything
+//! A release wakes ONE local waiter of the resource (FIFO, through
+//! [`Notify::notify_one`]), once a quorum of nodes has announced it: the
+//! lock is then free on a quorum, so the waiter's attempt can succeed (an
+//! attempt made on the first node's announcement could race the deletes
+//! still under way on the others, fail, and leave the waiter asleep). The
+//! other waiters keep their place and get the next releases, so a hand-off
+//! costs one attempt, not a stampede. Where fewer than a quorum of nodes
+//! can deliver messages (some refuse `SUBSCRIBE`), waiters wake on their
+//! retry delay. Everything
 //! here is best effort: a node that cannot be reached, refuses `SUBSCRIBE`
 //! or drops a message only means that waiters sleep their retry delay, as
 //! they would without notifications. Nothing here ever delays or fails an
@@ -182,15 +187,15 @@ mod tests {
     #[test]
     fn a_release_announced_by_every_node_counts_once() {
         let mut entry = Entry::new();
-        assert!(entry.first_announcement(b"v1"));
-        assert!(!entry.first_announcement(b"v1"));
-        assert!(entry.first_announcement(b"v2"));
+        assert!(entry.announcement(b"v1", 1));
+        assert!(!entry.announcement(b"v1", 1));
+        assert!(entry.announcement(b"v2", 1));
         for i in 0..RECENT {
-            assert!(entry.first_announcement(format!("x{i}").as_bytes()));
+            assert!(entry.announcement(format!("x{i}").as_bytes(), 1));
         }
         assert_eq!(entry.recent.len(), RECENT);
         // Forgotten after RECENT newer releases.
-        assert!(entry.first_announcement(b"v1"));
+        assert!(entry.announcement(b"v1", 1));
     }
 
     #[tokio::test]

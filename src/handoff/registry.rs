@@ -10,15 +10,15 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 /// How many recent release values each resource remembers, to wake one
-/// waiter per release although every node announces it.
+/// waiter per release, once a quorum of nodes announced it.
 pub(super) const RECENT: usize = 16;
 
 /// The waiters of one resource.
 pub(super) struct Entry {
     pub(super) notify: Arc<Notify>,
     pub(super) waiters: usize,
-    /// Release values already announced, oldest first.
-    pub(super) recent: VecDeque<Box<[u8]>>,
+    /// Release values announced, oldest first, with how many nodes did.
+    pub(super) recent: VecDeque<(Box<[u8]>, usize)>,
     /// Subscribed on at least one node since the entry was created.
     pub(super) live: bool,
 }
@@ -33,16 +33,19 @@ impl Entry {
         }
     }
 
-    /// Records a release announcement; true the first time `value` is seen.
-    pub(super) fn first_announcement(&mut self, value: &[u8]) -> bool {
-        if self.recent.iter().any(|v| &**v == value) {
-            return false;
+    /// Records one node's announcement of the release of `value`; true
+    /// when it is the `needed`-th (the lock is then free on a quorum, and
+    /// an attempt can get it), never again for the same release.
+    pub(super) fn announcement(&mut self, value: &[u8], needed: usize) -> bool {
+        if let Some((_, count)) = self.recent.iter_mut().find(|(v, _)| &**v == value) {
+            *count += 1;
+            return *count == needed;
         }
         if self.recent.len() == RECENT {
             self.recent.pop_front();
         }
-        self.recent.push_back(value.into());
-        true
+        self.recent.push_back((value.into(), 1));
+        needed <= 1
     }
 }
 
@@ -90,11 +93,11 @@ impl Inner {
         }
     }
 
-    /// A release of `value` was announced on `channel`: wakes one waiter,
-    /// once per release.
+    /// A node announced the release of `value` on `channel`: once a
+    /// quorum of nodes did, wakes one waiter, once per release.
     pub(super) fn announce(&self, channel: &str, value: &[u8]) {
         if let Some(entry) = self.entries().get_mut(channel) {
-            if entry.first_announcement(value) {
+            if entry.announcement(value, self.quorum) {
                 entry.notify.notify_one();
             }
         }
