@@ -1,12 +1,15 @@
-//! The integration tests need the `testkit` feature; without it they would
-//! compile to nothing, so this test says how to run them instead.
+//! The integration tests need the `testkit` feature (local redis-server
+//! nodes with fault injection). The package's dev-dependency on itself
+//! turns it on, so that a plain `cargo test` runs every test; were it
+//! lost, the other test files would compile to nothing, and this test says
+//! so.
 
 #[test]
-fn integration_tests_are_run_with_the_testkit_feature() {
+fn a_plain_cargo_test_runs_the_integration_tests_with_the_testkit() {
     let enabled = std::hint::black_box(cfg!(feature = "testkit"));
     assert!(
         enabled,
-        "the integration tests need local redis-server nodes: run `bash scripts/test.sh` \
-         (or `cargo test --all-features`)"
+        "the integration tests need the testkit feature: keep the dev-dependency of the \
+         package on itself with features testkit and cli, or run `bash scripts/test.sh`"
     );
 }
