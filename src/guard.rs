@@ -237,10 +237,12 @@ impl LockGuard {
     ///
     /// # Cancel safety
     ///
-    /// Cancelling leaves the guard's deadline unchanged while some nodes may
-    /// already have the new TTL. The lock stays ours, but if `ttl` was
-    /// shorter than what was left, the keys may expire before the guard's
-    /// deadline: do not cancel an extension that shortens the lock.
+    /// Cancel safe. Before anything is sent, the deadline is lowered to what
+    /// the new TTL allows if that is earlier, so a cancelled extension (some
+    /// nodes may have the new TTL) never leaves the guard claiming more than
+    /// the nodes hold; a later round of this lock reaches each node after
+    /// this one's calls. Extensions of one guard (yours and the watchdog's)
+    /// run one at a time.
     pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
         let ttl = Ttl::new(ttl, &self.shared.config)?;
         self.held.extend_round(&self.shared, &ttl).await

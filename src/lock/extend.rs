@@ -13,8 +13,9 @@ use crate::quorum::{Decision, Leftover};
 use crate::ttl::{self, Ttl};
 
 impl Held {
-    /// One extension round to `ttl` from now, after the acquire calls still
-    /// in flight (at most one node timeout, just after acquisition).
+    /// One extension round to `ttl` from now. Rounds of one lock run one at
+    /// a time, and each node's call waits for that node's call of the
+    /// previous round (acquisition or extension), within the node timeout.
     ///
     /// On success the deadline moves to `t0 + ttl - drift`. On failure it
     /// never moves later than either the old or the new TTL allows; when a
@@ -31,8 +32,8 @@ impl Held {
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
-        // One round at a time, after the calls the last one left in flight:
-        // a late SET or PEXPIRE must not land after this round's.
+        // One round at a time, each node's call after its call of the last
+        // round: a late SET or PEXPIRE must not land after this round's.
         let mut last = self.next_round().await;
         if self.remaining().is_zero() {
             return Err(Error::Expired);
