@@ -15,7 +15,7 @@ use crate::problem::{NodeCheck, NodeProblem};
 
 /// Facts about every node, duplicates resolved across nodes.
 pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
-    let mut checks = futures::future::join_all(
+    let mut checks = futures_util::future::join_all(
         nodes
             .iter()
             .enumerate()

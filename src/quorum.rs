@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, Shared};
-use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
+use futures_util::future::{BoxFuture, Shared};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
 
 use crate::background::Background;

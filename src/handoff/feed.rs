@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures_util::StreamExt;
 use redis::Client;
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::Notify;

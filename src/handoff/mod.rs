@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::{self, FutureExt};
+use futures_util::future::{self, FutureExt};
 use redis::Client;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -223,19 +223,19 @@ mod tests {
             Box::pin(second.wait_until(far)),
         );
         // Register both waiters (in this order) before the announcement.
-        assert!(futures::poll!(&mut w1).is_pending());
-        assert!(futures::poll!(&mut w2).is_pending());
+        assert!(futures_util::poll!(&mut w1).is_pending());
+        assert!(futures_util::poll!(&mut w2).is_pending());
         for _node in 0..5 {
             handoff.inner.announce("c", b"value-1");
         }
         assert!(matches!(
-            futures::poll!(&mut w1),
+            futures_util::poll!(&mut w1),
             std::task::Poll::Ready(true)
         ));
-        assert!(futures::poll!(&mut w2).is_pending());
+        assert!(futures_util::poll!(&mut w2).is_pending());
         handoff.inner.announce("c", b"value-2");
         assert!(matches!(
-            futures::poll!(&mut w2),
+            futures_util::poll!(&mut w2),
             std::task::Poll::Ready(true)
         ));
     }
@@ -251,16 +251,16 @@ mod tests {
         let interest = handoff.interest(vec!["c".to_owned()]);
         let far = Instant::now() + Duration::from_secs(30);
         let mut waiting = Box::pin(interest.wait_until(far));
-        assert!(futures::poll!(&mut waiting).is_pending());
+        assert!(futures_util::poll!(&mut waiting).is_pending());
         handoff.inner.announce("c", b"value-1");
         handoff.inner.announce("c", b"value-1");
         assert!(
-            futures::poll!(&mut waiting).is_pending(),
+            futures_util::poll!(&mut waiting).is_pending(),
             "woken before a quorum"
         );
         handoff.inner.announce("c", b"value-1");
         assert!(matches!(
-            futures::poll!(&mut waiting),
+            futures_util::poll!(&mut waiting),
             std::task::Poll::Ready(true)
         ));
     }
@@ -293,7 +293,7 @@ mod tests {
         let soon = Instant::now() + Duration::from_secs(30);
         assert!(interest.wait_until(soon).await);
         let mut again = Box::pin(interest.wait_until(soon));
-        assert!(futures::poll!(&mut again).is_pending());
+        assert!(futures_util::poll!(&mut again).is_pending());
     }
 
     #[tokio::test]
@@ -385,7 +385,7 @@ mod tests {
             assert!(interest.wait_until(soon).await);
         }
         let mut again = Box::pin(interest.wait_until(soon));
-        assert!(futures::poll!(&mut again).is_pending());
+        assert!(futures_util::poll!(&mut again).is_pending());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,7 +118,7 @@ impl Held {
                 (node.name(), done)
             })
         });
-        for (node, done) in futures::future::join_all(calls).await {
+        for (node, done) in futures_util::future::join_all(calls).await {
             match done {
                 Ok(true) => tracing::info!(
                     resource = self.resource(),

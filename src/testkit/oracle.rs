@@ -113,7 +113,7 @@ impl Oracle {
     /// What every node says of `key`, in node order.
     pub async fn lives(&self, key: &str) -> Vec<KeyLife> {
         let reads = self.urls.iter().map(|url| read_life(url, key));
-        futures::future::join_all(reads).await
+        futures_util::future::join_all(reads).await
     }
 
     /// The quorum-th longest life of `key` over the nodes.

@@ -68,7 +68,7 @@ impl Signals {
             })
         });
         tokio::select! {
-            (signo, _, _) = futures::future::select_all(waits) => Received::Forward(signo),
+            (signo, _, _) = futures_util::future::select_all(waits) => Received::Forward(signo),
             Some(()) = self.stop.recv() => Received::Stop,
         }
     }

@@ -140,7 +140,7 @@ pub async fn status(urls: &[String], quorum: usize, key: &str, timeout: Duration
         Ok(t) => t,
         Err(why) => return Exit::error(EX_CONFIG, why),
     };
-    let seen = futures::future::join_all(targets.iter().map(|t| look(t, key, timeout))).await;
+    let seen = futures_util::future::join_all(targets.iter().map(|t| look(t, key, timeout))).await;
     let rows: Vec<Vec<String>> = targets
         .iter()
         .zip(&seen)
