@@ -170,4 +170,9 @@ pub use config::{
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use guard::LockGuard;
 pub use problem::{NodeCheck, NodeProblem};
+/// The `redis` crate redquorum is built on (major version 1): name its
+/// types (`redis::ConnectionInfo`, `redis::IntoConnectionInfo`, TLS
+/// settings) through this re-export, so that they always match the version
+/// redquorum links.
+pub use redis;
 pub use redlock::Redlock;
