@@ -71,10 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let guard = redlock.lock(&resource, Duration::from_secs(5)).await?;
                 let now = ns();
                 let last = released_at.swap(0, Ordering::Relaxed);
-                if last != 0 {
-                    if let Ok(mut gaps) = gaps.lock() {
-                        gaps.push(now.saturating_sub(last));
-                    }
+                if last != 0
+                    && let Ok(mut gaps) = gaps.lock()
+                {
+                    gaps.push(now.saturating_sub(last));
                 }
                 count += 1;
                 tokio::time::sleep(Duration::from_millis(1)).await;

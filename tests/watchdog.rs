@@ -61,10 +61,10 @@ async fn endless_job_with_fault(
         let mut fault = Some(fault);
         while Instant::now() < fault_at + HANG {
             *seen.lock().unwrap() = guard.valid_until();
-            if Instant::now() >= fault_at {
-                if let Some(fault) = fault.take() {
-                    fault();
-                }
+            if Instant::now() >= fault_at
+                && let Some(fault) = fault.take()
+            {
+                fault();
             }
             sleep(Duration::from_millis(5)).await;
         }

@@ -96,10 +96,10 @@ impl Inner {
     /// A node announced the release of `value` on `channel`: once a
     /// quorum of nodes did, wakes one waiter, once per release.
     pub(super) fn announce(&self, channel: &str, value: &[u8]) {
-        if let Some(entry) = self.entries().get_mut(channel) {
-            if entry.announcement(value, self.quorum) {
-                entry.notify.notify_one();
-            }
+        if let Some(entry) = self.entries().get_mut(channel)
+            && entry.announcement(value, self.quorum)
+        {
+            entry.notify.notify_one();
         }
     }
 
@@ -107,11 +107,11 @@ impl Inner {
     /// tries again at once: a release between its failed attempt and the
     /// subscription would otherwise go unheard.
     pub(super) fn subscribed(&self, channel: &str) {
-        if let Some(entry) = self.entries().get_mut(channel) {
-            if !entry.live {
-                entry.live = true;
-                entry.notify.notify_one();
-            }
+        if let Some(entry) = self.entries().get_mut(channel)
+            && !entry.live
+        {
+            entry.live = true;
+            entry.notify.notify_one();
         }
     }
 

@@ -138,14 +138,14 @@ async fn attempt(
     pending.gates = std::mem::take(&mut round.gates);
     let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
         .filter(|v| *v > shared.config.min_validity());
-    if round.decision == Decision::Won {
-        if let Some(validity) = validity {
-            let gates = pending.disarm();
-            tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
-            return Ok(Held::acquired(
-                resources, keys, value, None, ttl, start, gates,
-            ));
-        }
+    if round.decision == Decision::Won
+        && let Some(validity) = validity
+    {
+        let gates = pending.disarm();
+        tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
+        return Ok(Held::acquired(
+            resources, keys, value, None, ttl, start, gates,
+        ));
     }
     pending.release_failed().await;
     Err(Failure {
