@@ -3,23 +3,28 @@
 //! [`Redlock::check`](crate::Redlock::check) and
 //! [`Redlock::check_report`](crate::Redlock::check_report). The first
 //! acquisition of each [`Redlock`](crate::Redlock) also runs the checks in
-//! the background and logs each problem with `tracing::warn!`.
+//! the background and logs each problem with `tracing::warn!` (or, with
+//! [`Config::with_strict_checks`](crate::Config::with_strict_checks), waits
+//! for them to pass).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use redis::{ErrorKind, RedisError, Value};
+use redis::{InfoDict, Role};
 use tokio::time::Instant;
 
+use crate::failure::FailureKind;
 use crate::node::{Node, NodeError};
 use crate::problem::{NodeCheck, NodeProblem};
 
-/// Facts about every node, duplicates resolved across nodes.
-pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
+/// Facts about every node, duplicates resolved across nodes. `fencing`
+/// sharpens the persistence advice (fence counters never expire).
+pub(crate) async fn report(nodes: &[Arc<Node>], fencing: bool) -> Vec<NodeCheck> {
     let mut checks = futures_util::future::join_all(
         nodes
             .iter()
             .enumerate()
-            .map(|(index, node)| probe(index, Arc::clone(node))),
+            .map(|(index, node)| probe(index, Arc::clone(node), fencing)),
     )
     .await;
     for i in 0..checks.len() {
@@ -41,84 +46,111 @@ pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
     checks
 }
 
-/// The problems that make `check()` fail.
+/// The problems that make `check()` fail: not the warnings, and unreachable
+/// nodes only when fewer than a quorum answer.
 pub(crate) fn problems(checks: &[NodeCheck], quorum: usize) -> Vec<NodeProblem> {
     let reachable = checks.iter().filter(|c| c.reachable).count();
     checks
         .iter()
         .flat_map(|c| c.problems.iter())
+        .filter(|p| !p.is_warning())
         .filter(|p| reachable < quorum || !matches!(p, NodeProblem::Unreachable { .. }))
         .cloned()
         .collect()
 }
 
-enum Probe {
-    Value(Value),
-    Problem(NodeProblem),
+/// The warning for a node count that wastes nodes or tolerates no loss,
+/// if any.
+pub(crate) fn node_count_warning(nodes: usize) -> Option<String> {
+    if nodes < 3 {
+        Some(format!(
+            "{nodes} node(s): Redlock tolerates no node loss below 3 independent masters; use 3 or 5"
+        ))
+    } else if nodes.is_multiple_of(2) {
+        Some(format!(
+            "{nodes} nodes: an even count tolerates no more failures than {} nodes; use an odd count",
+            nodes - 1
+        ))
+    } else {
+        None
+    }
 }
 
-fn classify(index: usize, node: &str, err: NodeError) -> NodeProblem {
+/// A call's error as the problem to report; `command` is what was sent.
+fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProblem {
     let node = node.to_owned();
-    match err {
-        NodeError::TimedOut => NodeProblem::Unreachable {
+    let failure = match err {
+        NodeError::TimedOut => {
+            return NodeProblem::Unreachable {
+                index,
+                node,
+                reason: "timed out".to_owned(),
+            };
+        }
+        NodeError::Failed(failure) => failure,
+    };
+    let reason = failure.message().to_owned();
+    match failure.kind() {
+        FailureKind::Auth => NodeProblem::AuthFailed {
             index,
             node,
-            reason: "timed out".to_owned(),
+            reason,
         },
-        NodeError::Redis(e) if is_auth(&e) => NodeProblem::AuthFailed {
+        FailureKind::NoPermission { command: denied } => NodeProblem::AclDenied {
             index,
             node,
-            reason: e.to_string(),
+            command: denied.clone().unwrap_or_else(|| command.to_owned()),
         },
-        NodeError::Redis(e) if e.code() == Some("MOVED") => NodeProblem::Cluster { index, node },
-        NodeError::Redis(e) => NodeProblem::Unreachable {
+        FailureKind::Tls => NodeProblem::Tls {
             index,
             node,
-            reason: e.to_string(),
+            reason,
+        },
+        _ if failure.code() == Some("MOVED") => NodeProblem::Cluster { index, node },
+        _ => NodeProblem::Unreachable {
+            index,
+            node,
+            reason,
         },
     }
 }
 
-fn is_auth(e: &RedisError) -> bool {
-    e.kind() == ErrorKind::AuthenticationFailed
-        || matches!(e.code(), Some("NOAUTH" | "WRONGPASS"))
-        || e.to_string().contains("NOAUTH")
-        || e.to_string().contains("WRONGPASS")
+/// One command's answer, or the problem it met.
+async fn call<T: redis::FromRedisValue>(
+    check: &NodeCheck,
+    node: &Node,
+    cmd: &redis::Cmd,
+    name: &str,
+) -> Result<T, NodeProblem> {
+    node.command::<T>(cmd)
+        .await
+        .map_err(|e| classify(check.index, &check.node, name, e))
 }
 
-async fn call(index: usize, node: &Node, cmd: &redis::Cmd) -> Probe {
-    match node.command::<Value>(cmd).await {
-        Ok(v) => Probe::Value(v),
-        Err(e) => Probe::Problem(classify(index, node.name(), e)),
+/// `CONFIG GET name`, when the ACL allows it.
+async fn config_get(check: &NodeCheck, node: &Node, name: &str) -> Option<String> {
+    let cmd = redis::cmd("CONFIG").arg("GET").arg(name).clone();
+    match call::<HashMap<String, String>>(check, node, &cmd, "config|get").await {
+        Ok(mut pairs) => pairs.remove(name),
+        Err(problem) => {
+            tracing::debug!(node = %check.node, %problem, "CONFIG GET {name} not read");
+            None
+        }
     }
 }
 
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn info_field(info: &str, field: &str) -> Option<String> {
-    info.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .map(|v| v.trim().to_owned())
-}
-
-async fn probe(index: usize, node: Arc<Node>) -> NodeCheck {
+async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
     let mut check = NodeCheck {
         index,
         node: node.name().to_owned(),
         ..NodeCheck::default()
     };
     let started = Instant::now();
-    let role = match call(index, &node, &redis::cmd("ROLE")).await {
-        Probe::Value(v) => v,
-        Probe::Problem(p) => {
-            check.reachable = !matches!(p, NodeProblem::Unreachable { .. });
-            check.problems.push(p);
+    let role = match call::<Role>(&check, &node, &redis::cmd("ROLE"), "role").await {
+        Ok(role) => role,
+        Err(problem) => {
+            check.reachable = !matches!(problem, NodeProblem::Unreachable { .. });
+            check.problems.push(problem);
             return check;
         }
     };
@@ -128,64 +160,105 @@ async fn probe(index: usize, node: Arc<Node>) -> NodeCheck {
     check.latency = Some(started.elapsed());
     for _ in 0..3 {
         let start = Instant::now();
-        if let Probe::Value(_) = call(index, &node, &redis::cmd("PING")).await {
+        if node.command::<String>(&redis::cmd("PING")).await.is_ok() {
             let took = start.elapsed();
             check.latency = check.latency.map(|l| l.min(took));
         }
     }
-    // `ROLE` answers ["master", ...], ["slave", host, port, ...] or
-    // ["sentinel", ...].
-    let mut master = None;
-    if let Value::Array(items) = &role {
-        check.role = items.first().and_then(text);
-        if let (Some(host), Some(Value::Int(port))) = (items.get(1).and_then(text), items.get(2)) {
-            master = Some(format!("{host}:{port}"));
+    read_role(&mut check, role);
+    for section in ["server", "cluster"] {
+        let cmd = redis::cmd("INFO").arg(section).clone();
+        match call::<InfoDict>(&check, &node, &cmd, "info").await {
+            Ok(info) => read_info(&mut check, &info),
+            Err(problem @ NodeProblem::AclDenied { .. }) => {
+                check.problems.push(problem);
+                break;
+            }
+            Err(problem) => {
+                tracing::debug!(node = %check.node, %problem, "INFO {section} not read")
+            }
         }
     }
-    if let Some(role) = check.role.as_deref().filter(|r| *r != "master") {
-        check.problems.push(NodeProblem::NotMaster {
-            index,
-            node: check.node.clone(),
-            role: role.to_owned(),
-            master: master.filter(|_| role == "slave"),
-        });
-    }
-    if let Probe::Value(v) = call(index, &node, redis::cmd("INFO").arg("server")).await {
-        check.run_id = text(&v).and_then(|i| info_field(&i, "run_id"));
-    }
-    if let Probe::Value(v) = call(index, &node, redis::cmd("INFO").arg("cluster")).await {
-        check.cluster_enabled =
-            text(&v).and_then(|i| info_field(&i, "cluster_enabled")) == Some("1".to_owned());
-        if check.cluster_enabled {
-            check.problems.push(NodeProblem::Cluster {
-                index,
-                node: check.node.clone(),
-            });
-        }
-    }
-    let policy = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory-policy")
-        .clone();
-    match call(index, &node, &policy).await {
-        Probe::Value(Value::Array(items)) => check.eviction_policy = items.get(1).and_then(text),
-        Probe::Value(Value::Map(pairs)) => {
-            check.eviction_policy = pairs.first().and_then(|(_, v)| text(v));
-        }
-        _ => tracing::debug!(node = %check.node, "CONFIG GET maxmemory-policy not allowed"),
-    }
-    if let Some(policy) = check
-        .eviction_policy
-        .as_deref()
-        .filter(|p| *p != "noeviction")
-    {
+    check.eviction_policy = config_get(&check, &node, "maxmemory-policy").await;
+    if let Some(policy) = check.eviction_policy.clone().filter(|p| p != "noeviction") {
         check.problems.push(NodeProblem::Eviction {
             index,
             node: check.node.clone(),
-            policy: policy.to_owned(),
+            policy,
         });
     }
+    let appendonly = config_get(&check, &node, "appendonly").await;
+    let appendfsync = config_get(&check, &node, "appendfsync").await;
+    if let (Some(appendonly), Some(appendfsync)) = (appendonly, appendfsync) {
+        if appendonly != "yes" || appendfsync != "always" {
+            check.problems.push(NodeProblem::Persistence {
+                index,
+                node: check.node.clone(),
+                appendonly: appendonly.clone(),
+                appendfsync: appendfsync.clone(),
+                fencing,
+            });
+        }
+        check.persistence = Some((appendonly, appendfsync));
+    }
     check
+}
+
+/// Role, replicas, and the not-a-master problem.
+fn read_role(check: &mut NodeCheck, role: Role) {
+    match role {
+        Role::Primary { replicas, .. } => {
+            check.role = Some("master".to_owned());
+            check.replicas = Some(replicas.len());
+            if !replicas.is_empty() {
+                check.problems.push(NodeProblem::Replicas {
+                    index: check.index,
+                    node: check.node.clone(),
+                    replicas: replicas.len(),
+                });
+            }
+        }
+        Role::Replica {
+            primary_ip,
+            primary_port,
+            ..
+        } => {
+            check.role = Some("slave".to_owned());
+            check.problems.push(NodeProblem::NotMaster {
+                index: check.index,
+                node: check.node.clone(),
+                role: "slave".to_owned(),
+                master: Some(format!("{primary_ip}:{primary_port}")),
+            });
+        }
+        other => {
+            let role = match other {
+                Role::Sentinel { .. } => "sentinel",
+                _ => "non-master",
+            };
+            check.role = Some(role.to_owned());
+            check.problems.push(NodeProblem::NotMaster {
+                index: check.index,
+                node: check.node.clone(),
+                role: role.to_owned(),
+                master: None,
+            });
+        }
+    }
+}
+
+/// `run_id` and the cluster flag, from whichever INFO section has them.
+fn read_info(check: &mut NodeCheck, info: &InfoDict) {
+    if let Some(run_id) = info.get::<String>("run_id") {
+        check.run_id = Some(run_id);
+    }
+    if info.get::<i64>("cluster_enabled") == Some(1) {
+        check.cluster_enabled = true;
+        check.problems.push(NodeProblem::Cluster {
+            index: check.index,
+            node: check.node.clone(),
+        });
+    }
 }
 
 #[cfg(test)]
@@ -194,9 +267,11 @@ mod tests {
 
     #[test]
     fn info_fields_are_read_by_exact_name() {
-        let info = "# Server\r\nrun_id_x:1\r\nrun_id:abc\r\ncluster_enabled:1\r\n";
-        assert_eq!(info_field(info, "run_id").as_deref(), Some("abc"));
-        assert_eq!(info_field(info, "cluster_enabled").as_deref(), Some("1"));
+        let info = InfoDict::new("# Server\r\nrun_id_x:1\r\nrun_id:abc\r\ncluster_enabled:1\r\n");
+        let mut check = NodeCheck::default();
+        read_info(&mut check, &info);
+        assert_eq!(check.run_id.as_deref(), Some("abc"));
+        assert!(check.cluster_enabled);
     }
 
     #[test]
@@ -217,5 +292,28 @@ mod tests {
         };
         assert!(problems(&[down(0), up(1), up(2)], 2).is_empty());
         assert_eq!(problems(&[down(0), down(1), up(2)], 2).len(), 2);
+    }
+
+    #[test]
+    fn warnings_do_not_fail_the_check() {
+        let warned = NodeCheck {
+            reachable: true,
+            problems: vec![NodeProblem::Replicas {
+                index: 0,
+                node: "n0".into(),
+                replicas: 1,
+            }],
+            ..NodeCheck::default()
+        };
+        assert!(problems(&[warned], 1).is_empty());
+    }
+
+    #[test]
+    fn an_even_count_or_fewer_than_three_nodes_is_warned_about() {
+        assert!(node_count_warning(1).is_some());
+        assert!(node_count_warning(2).is_some());
+        assert!(node_count_warning(4).is_some_and(|w| w.contains("3 nodes")));
+        assert_eq!(node_count_warning(3), None);
+        assert_eq!(node_count_warning(5), None);
     }
 }

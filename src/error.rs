@@ -80,8 +80,9 @@ pub enum NodeOutcome {
     Refused,
     /// No answer within the node timeout.
     TimedOut,
-    /// A connection or server error, with its text.
-    Failed(String),
+    /// A connection or server error: its [`FailureKind`](crate::FailureKind)
+    /// and message.
+    Failed(crate::failure::NodeFailure),
     /// The attempt was decided before this node answered.
     Pending,
 }
@@ -96,14 +97,32 @@ impl NodeOutcome {
         matches!(self, NodeOutcome::Granted)
     }
 
-    /// True when the node could not be used (timeout or error), as opposed
-    /// to answering that someone else holds the lock.
+    /// True when the node could not be used for a reason that may pass
+    /// (a timeout, a refused or broken connection, a server error), as
+    /// opposed to answering that someone else holds the lock, or to a
+    /// [misconfiguration](NodeOutcome::is_misconfigured).
     ///
     /// ```
     /// assert!(redquorum::NodeOutcome::TimedOut.is_unavailable());
     /// ```
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, NodeOutcome::TimedOut | NodeOutcome::Failed(_))
+        match self {
+            NodeOutcome::TimedOut => true,
+            NodeOutcome::Failed(failure) => !failure.is_misconfiguration(),
+            _ => false,
+        }
+    }
+
+    /// True when the node failed for a reason waiting does not cure: our
+    /// credentials refused, the ACL forbids a command, the node is a
+    /// read-only replica, TLS settings do not match
+    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)).
+    ///
+    /// ```
+    /// assert!(!redquorum::NodeOutcome::TimedOut.is_misconfigured());
+    /// ```
+    pub fn is_misconfigured(&self) -> bool {
+        matches!(self, NodeOutcome::Failed(failure) if failure.is_misconfiguration())
     }
 }
 
@@ -264,9 +283,15 @@ impl Attempts {
         self.count(|o| matches!(o, NodeOutcome::Refused))
     }
 
-    /// Nodes that timed out or failed.
+    /// Nodes that timed out or failed for a reason that may pass.
     pub fn unavailable(&self) -> usize {
         self.count(NodeOutcome::is_unavailable)
+    }
+
+    /// Nodes that failed for a reason waiting does not cure (credentials,
+    /// ACL, a replica, TLS): see [`NodeOutcome::is_misconfigured`].
+    pub fn misconfigured(&self) -> usize {
+        self.count(NodeOutcome::is_misconfigured)
     }
 
     /// True when another owner holds the lock on at least one node: waiting
@@ -276,9 +301,25 @@ impl Attempts {
     }
 
     /// True when so many nodes timed out or failed that a quorum could not
-    /// have been reached even if the lock had been free.
+    /// have been reached even if the lock had been free, and no node was
+    /// [misconfigured](Attempts::is_misconfigured): the nodes are down,
+    /// waiting may help.
     pub fn is_unavailable(&self) -> bool {
-        self.nodes.len() - self.unavailable() < self.quorum
+        !self.is_misconfigured() && self.usable() < self.quorum
+    }
+
+    /// True when a quorum could not have been reached even if the lock had
+    /// been free, and misconfigured nodes (credentials, ACL, a replica,
+    /// TLS) are among the reasons: waiting does not help, the deployment
+    /// must change. [`Redlock::lock`](crate::Redlock::lock) stops retrying
+    /// then.
+    pub fn is_misconfigured(&self) -> bool {
+        self.misconfigured() > 0 && self.usable() < self.quorum
+    }
+
+    /// Nodes neither unavailable nor misconfigured.
+    fn usable(&self) -> usize {
+        self.nodes.len() - self.unavailable() - self.misconfigured()
     }
 
     /// True when a quorum granted the lock but too little validity was left
@@ -319,6 +360,11 @@ impl fmt::Display for Attempts {
         } else if refused > 0 {
             write!(f, "; {refused} held by another owner")?;
         }
+        let mut sep = "; misconfigured: ";
+        for report in self.nodes.iter().filter(|r| r.outcome.is_misconfigured()) {
+            write!(f, "{sep}{report}")?;
+            sep = ", ";
+        }
         let mut sep = "; unavailable: ";
         for report in self.nodes.iter().filter(|r| r.outcome.is_unavailable()) {
             write!(f, "{sep}{report}")?;
@@ -331,6 +377,15 @@ impl fmt::Display for Attempts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::failure::{FailureKind, NodeFailure};
+
+    fn failed(kind: FailureKind, message: &str) -> NodeOutcome {
+        NodeOutcome::Failed(NodeFailure::new(kind, message))
+    }
+
+    fn refused_connection() -> NodeOutcome {
+        failed(FailureKind::ConnectionRefused, "connection refused")
+    }
 
     fn attempts(outcomes: &[NodeOutcome]) -> Attempts {
         let nodes = outcomes
@@ -344,9 +399,9 @@ mod tests {
     #[test]
     fn three_dead_nodes_of_five_is_unavailability_not_contention() {
         let a = attempts(&[
-            NodeOutcome::Failed("connection refused".into()),
+            refused_connection(),
             NodeOutcome::TimedOut,
-            NodeOutcome::Failed("connection refused".into()),
+            refused_connection(),
             NodeOutcome::Granted,
             NodeOutcome::Pending,
         ]);
@@ -359,7 +414,7 @@ mod tests {
     fn display_is_one_line_naming_the_failed_nodes() {
         let a = attempts(&[
             NodeOutcome::Refused,
-            NodeOutcome::Failed("connection refused".into()),
+            refused_connection(),
             NodeOutcome::Granted,
             NodeOutcome::Granted,
             NodeOutcome::TimedOut,
@@ -377,6 +432,46 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("n4:6379: timed out"), "{text}");
+    }
+
+    #[test]
+    fn nodes_denied_by_the_acl_are_misconfigured_not_unavailable() {
+        let denied = || {
+            failed(
+                FailureKind::NoPermission {
+                    command: Some("evalsha".into()),
+                },
+                "NOPERM",
+            )
+        };
+        let a = attempts(&[
+            denied(),
+            denied(),
+            refused_connection(),
+            NodeOutcome::Granted,
+            NodeOutcome::Granted,
+        ]);
+        assert!(a.is_misconfigured());
+        assert!(!a.is_unavailable());
+        assert_eq!((a.misconfigured(), a.unavailable()), (2, 1));
+        let text = a.to_string();
+        assert!(
+            text.contains("misconfigured: n0:6379: error: the ACL forbids `evalsha`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_misconfigured_node_that_does_not_block_the_quorum_is_no_verdict() {
+        let a = attempts(&[
+            failed(FailureKind::ReadOnly, "READONLY"),
+            NodeOutcome::Refused,
+            NodeOutcome::Refused,
+            NodeOutcome::Refused,
+            NodeOutcome::Granted,
+        ]);
+        assert!(!a.is_misconfigured());
+        assert!(a.is_contended());
     }
 
     #[test]

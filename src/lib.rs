@@ -141,7 +141,9 @@
 // Floor 0, vocabulary: no I/O.
 mod config;
 mod error;
+mod failure;
 mod keys;
+mod options;
 mod problem;
 mod ttl;
 mod value;
@@ -168,7 +170,9 @@ pub use config::{
     MAX_WAIT,
 };
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
+pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
+pub use options::LockOptions;
 pub use problem::{NodeCheck, NodeProblem};
 /// The `redis` crate redquorum is built on (major version 1): name its
 /// types (`redis::ConnectionInfo`, `redis::IntoConnectionInfo`, TLS

@@ -78,6 +78,55 @@ pub enum NodeProblem {
         /// Address, without credentials.
         node: String,
     },
+    /// The node's ACL forbids a command the checks or the lock need
+    /// (`NOPERM`): the node answered, but cannot be checked or used.
+    AclDenied {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The command to allow, in lower case (`role`, `info`).
+        command: String,
+    },
+    /// The TLS handshake failed (an untrusted certificate, a name that does
+    /// not match, TLS spoken to a plain port).
+    Tls {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// What the TLS layer said.
+        reason: String,
+    },
+    /// A warning: the master has connected replicas. A failover to a
+    /// replica that had not yet received the latest writes loses the locks
+    /// (and fence counters) written last, and two clients can then hold one
+    /// lock. Does not fail [`Redlock::check`](crate::Redlock::check).
+    Replicas {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// How many replicas `ROLE` lists.
+        replicas: usize,
+    },
+    /// A warning: a restart of this node forgets recent writes
+    /// (`appendonly` is not `yes`, or `appendfsync` is not `always`). Safe
+    /// only if it is restarted after the longest TTL has passed; fence
+    /// counters, which never expire, are not saved by a delayed restart.
+    /// Does not fail [`Redlock::check`](crate::Redlock::check).
+    Persistence {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// `appendonly` in force.
+        appendonly: String,
+        /// `appendfsync` in force.
+        appendfsync: String,
+        /// Whether fencing is on (the advice is then firmer).
+        fencing: bool,
+    },
 }
 
 impl NodeProblem {
@@ -94,8 +143,28 @@ impl NodeProblem {
             | NodeProblem::NotMaster { index, .. }
             | NodeProblem::Eviction { index, .. }
             | NodeProblem::Duplicate { index, .. }
-            | NodeProblem::Cluster { index, .. } => *index,
+            | NodeProblem::Cluster { index, .. }
+            | NodeProblem::AclDenied { index, .. }
+            | NodeProblem::Tls { index, .. }
+            | NodeProblem::Replicas { index, .. }
+            | NodeProblem::Persistence { index, .. } => *index,
         }
+    }
+
+    /// True for the advice that does not fail
+    /// [`Redlock::check`](crate::Redlock::check) (connected replicas,
+    /// persistence): logged with `tracing::warn!` and listed in
+    /// [`Redlock::check_report`](crate::Redlock::check_report).
+    ///
+    /// ```
+    /// let p = redquorum::NodeProblem::Replicas { index: 0, node: "a:6379".into(), replicas: 1 };
+    /// assert!(p.is_warning());
+    /// ```
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            NodeProblem::Replicas { .. } | NodeProblem::Persistence { .. }
+        )
     }
 }
 
@@ -155,6 +224,55 @@ impl fmt::Display for NodeProblem {
                 "node {index} ({node}) is a Redis Cluster node: use independent standalone \
                  masters, not a cluster"
             ),
+            NodeProblem::AclDenied {
+                index,
+                node,
+                command,
+            } => write!(
+                f,
+                "node {index} ({node}): the ACL forbids `{command}`: allow it for this user \
+                 (ACL SETUSER <user> +{command}); see the README's deployment section"
+            ),
+            NodeProblem::Tls {
+                index,
+                node,
+                reason,
+            } => write!(
+                f,
+                "node {index} ({node}): TLS failed ({reason}): check the CA the client \
+                 trusts, the certificate's name, and that the port speaks TLS"
+            ),
+            NodeProblem::Replicas {
+                index,
+                node,
+                replicas,
+            } => write!(
+                f,
+                "node {index} ({node}) has {replicas} connected replica(s): a failover to a \
+                 replica that missed the latest writes loses held locks; do not fail lock \
+                 nodes over, or accept that risk"
+            ),
+            NodeProblem::Persistence {
+                index,
+                node,
+                appendonly,
+                appendfsync,
+                fencing,
+            } => {
+                write!(
+                    f,
+                    "node {index} ({node}) has appendonly {appendonly}, appendfsync \
+                     {appendfsync}: a restart forgets recent locks; restart it only after the \
+                     longest TTL, or set appendonly yes and appendfsync always"
+                )?;
+                if *fencing {
+                    f.write_str(
+                        "; with fencing on, a lost counter can let a token go backwards \
+                         whatever the restart delay",
+                    )?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -181,6 +299,8 @@ pub struct NodeCheck {
     pub(crate) run_id: Option<String>,
     pub(crate) cluster_enabled: bool,
     pub(crate) latency: Option<Duration>,
+    pub(crate) replicas: Option<usize>,
+    pub(crate) persistence: Option<(String, String)>,
     pub(crate) problems: Vec<NodeProblem>,
 }
 
@@ -218,7 +338,18 @@ impl NodeCheck {
     pub fn latency(&self) -> Option<Duration> {
         self.latency
     }
-    /// Misconfigurations found on this node (empty when all is well).
+    /// For a master, how many replicas `ROLE` lists.
+    pub fn replicas(&self) -> Option<usize> {
+        self.replicas
+    }
+    /// `appendonly` and `appendfsync`, if `CONFIG GET` is allowed.
+    pub fn persistence(&self) -> Option<(&str, &str)> {
+        self.persistence
+            .as_ref()
+            .map(|(a, f)| (a.as_str(), f.as_str()))
+    }
+    /// Misconfigurations and warnings found on this node (empty when all
+    /// is well); see [`NodeProblem::is_warning`].
     pub fn problems(&self) -> &[NodeProblem] {
         &self.problems
     }

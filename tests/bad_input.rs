@@ -111,7 +111,7 @@ fn a_retry_jitter_beyond_its_bound_is_a_config_error() {
 #[test]
 fn an_acquire_timeout_beyond_its_bound_is_a_config_error() {
     rejects(
-        Config::default().with_acquire_timeout(Some(Duration::MAX)),
+        Config::default().with_acquire_timeout(Duration::MAX),
         "acquire timeout",
     );
 }
@@ -126,10 +126,7 @@ fn a_node_timeout_beyond_its_bound_is_a_config_error() {
 
 #[test]
 fn a_max_hold_beyond_its_bound_is_a_config_error() {
-    rejects(
-        Config::default().with_max_hold(Some(Duration::MAX)),
-        "max hold",
-    );
+    rejects(Config::default().with_max_hold(Duration::MAX), "max hold");
 }
 
 #[tokio::test]
@@ -140,8 +137,8 @@ async fn the_largest_accepted_durations_lock_extend_and_release_without_panic_or
         .with_retry_delay(hour)
         .with_retry_jitter(hour)
         .with_node_timeout(Duration::from_secs(5))
-        .with_acquire_timeout(Some(MAX_TTL))
-        .with_max_hold(Some(MAX_TTL));
+        .with_acquire_timeout(MAX_TTL)
+        .with_max_hold(MAX_TTL);
     let redlock = redlock(&nodes.urls(), config);
     let resource = unique("largest");
     let done = tokio::time::timeout(Duration::from_secs(30), async {

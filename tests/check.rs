@@ -34,8 +34,103 @@ async fn a_healthy_cluster_passes_and_the_report_has_a_row_per_node() {
         assert_eq!(row.role(), Some("master"));
         assert_eq!(row.eviction_policy(), Some("noeviction"));
         assert!(row.latency().is_some());
-        assert!(row.problems().is_empty(), "{:?}", row.problems());
+        assert_eq!(row.replicas(), Some(0));
+        // The test nodes run without AOF: advice, not a failure.
+        assert_eq!(row.persistence(), Some(("no", "always")));
+        assert!(
+            matches!(row.problems(), [p @ NodeProblem::Persistence { .. }] if p.is_warning()),
+            "{:?}",
+            row.problems()
+        );
     }
+}
+
+#[tokio::test]
+async fn a_master_with_a_replica_is_warned_about_and_still_passes() {
+    let cluster = common::cluster(4);
+    let port = cluster
+        .direct_url(0)
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    // Node 3 becomes a replica of node 0 and is not one of the voters.
+    common::query::<()>(
+        &cluster.direct_url(3),
+        redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port),
+    )
+    .expect("REPLICAOF");
+    let urls = cluster.urls()[..3].to_vec();
+    let redlock = common::redlock(&urls, common::fast_config());
+    let replicas = || async {
+        let rows = redlock.check_report().await;
+        rows[0].replicas()
+    };
+    let mut seen = None;
+    for _ in 0..50 {
+        seen = replicas().await;
+        if seen == Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(1), "the replica never connected");
+    let rows = redlock.check_report().await;
+    let warning = rows[0]
+        .problems()
+        .iter()
+        .find(|p| matches!(p, NodeProblem::Replicas { replicas: 1, .. }))
+        .unwrap_or_else(|| panic!("{:?}", rows[0].problems()));
+    assert!(warning.is_warning());
+    assert!(warning.to_string().contains("failover"), "{warning}");
+    assert!(redlock.check().await.is_ok(), "a warning failed the check");
+}
+
+#[tokio::test]
+async fn persistence_advice_is_firmer_with_fencing_on_and_gone_with_fsync_always() {
+    let cluster = common::cluster(3);
+    config(&cluster, 0, "appendonly", "yes");
+    config(&cluster, 0, "appendfsync", "always");
+    let fenced = common::redlock(&cluster.urls(), common::fast_config().with_fencing(true));
+    let rows = fenced.check_report().await;
+    assert!(rows[0].problems().is_empty(), "{:?}", rows[0].problems());
+    for row in &rows[1..] {
+        let text = row
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<String>();
+        assert!(text.contains("appendonly no"), "{text}");
+        assert!(text.contains("fencing"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn strict_checks_refuse_to_lock_until_the_check_passes() {
+    let cluster = common::cluster(3);
+    config(&cluster, 2, "maxmemory-policy", "allkeys-lru");
+    let strict = common::fast_config().with_strict_checks(true);
+    let redlock = common::redlock(&cluster.urls(), strict);
+    let resource = common::unique("strict");
+    match redlock.try_lock(&resource, Duration::from_secs(5)).await {
+        Err(Error::Misconfigured(found)) => assert!(
+            matches!(found.as_slice(), [NodeProblem::Eviction { index: 2, .. }]),
+            "{found:?}"
+        ),
+        other => panic!("strict checks let a lock through: {other:?}"),
+    }
+    assert_eq!(
+        common::holders_any(&cluster.direct_urls(), &common::key(&resource)),
+        0,
+        "nothing may be written before the checks pass"
+    );
+    config(&cluster, 2, "maxmemory-policy", "noeviction");
+    let guard = redlock
+        .try_lock(&resource, Duration::from_secs(5))
+        .await
+        .expect("the checks pass now");
+    guard.release().await.expect("release");
 }
 
 #[tokio::test]

@@ -166,7 +166,7 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
         .with_retry_count(100_000)
         .with_retry_delay(Duration::from_millis(4))
         .with_retry_jitter(Duration::from_millis(4))
-        .with_acquire_timeout(Some(Duration::from_secs(20)));
+        .with_acquire_timeout(Duration::from_secs(20));
     let redlock = redlock(&cluster.urls(), config);
     let resource = unique("monotonic");
     const TARGET: usize = 1_000;

@@ -280,7 +280,7 @@ async fn dropping_the_guard_stops_the_watchdog_so_nothing_reaches_any_node_after
 async fn with_max_two_extensions_the_lock_is_lost_after_about_three_ttls_and_lost_resolves() {
     let cluster = cluster(5);
     let direct = cluster.direct_urls();
-    let redlock = redlock(&cluster.urls(), config().with_max_extensions(Some(2)));
+    let redlock = redlock(&cluster.urls(), config().with_max_extensions(2));
     let ttl = TTL;
     let resource = unique("max-extensions");
     let start = Instant::now();
@@ -312,7 +312,7 @@ async fn with_a_max_hold_time_with_lock_returns_lost_once_it_is_used_up() {
     let cluster = cluster(5);
     let redlock = redlock(
         &cluster.urls(),
-        config().with_max_hold(Some(Duration::from_millis(2500))),
+        config().with_max_hold(Duration::from_millis(2500)),
     );
     let ttl = TTL;
     let start = Instant::now();

@@ -59,6 +59,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `max_hold` | none | the watchdog never extends past acquisition + this; at most [`MAX_TTL`] |
 /// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
+/// | `strict_checks` | `false` | no acquisition until [`Redlock::check`](crate::Redlock::check) has passed |
 ///
 /// # Examples
 ///
@@ -88,6 +89,7 @@ pub struct Config {
     fencing: bool,
     watchdog: Policy,
     release_notifications: bool,
+    strict_checks: bool,
 }
 
 impl Default for Config {
@@ -106,6 +108,7 @@ impl Default for Config {
             fencing: false,
             watchdog: Policy::default(),
             release_notifications: true,
+            strict_checks: false,
         }
     }
 }
@@ -295,5 +298,32 @@ impl Config {
     /// ```
     pub fn release_notifications(&self) -> bool {
         self.release_notifications
+    }
+
+    /// When on, every acquisition first runs the start-up checks of
+    /// [`Redlock::check`](crate::Redlock::check) until they have passed
+    /// once, and fails with their [`Error::Misconfigured`](crate::Error::Misconfigured)
+    /// while they do not: a replica, a node with an evicting memory policy,
+    /// credentials or an ACL that do not fit, or two URLs of one server
+    /// never get to vote. Off by default: the checks then run in the
+    /// background on the first acquisition and only log what they find.
+    ///
+    /// ```
+    /// let config = redquorum::Config::default().with_strict_checks(true);
+    /// assert!(config.strict_checks());
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_strict_checks(mut self, on: bool) -> Self {
+        self.strict_checks = on;
+        self
+    }
+
+    /// Whether acquisitions wait for the start-up checks to pass.
+    ///
+    /// ```
+    /// assert!(!redquorum::Config::default().strict_checks());
+    /// ```
+    pub fn strict_checks(&self) -> bool {
+        self.strict_checks
     }
 }

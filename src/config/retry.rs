@@ -79,17 +79,17 @@ impl Config {
     /// Sets an overall deadline for [`Redlock::lock`](crate::Redlock::lock):
     /// no attempt starts and no retry pause extends past it. An attempt
     /// already under way finishes, so `lock` returns at most about two node
-    /// timeouts after the deadline. `None` (the default) leaves only the
-    /// retry count as the bound.
+    /// timeouts after the deadline. Without one (the default) only the
+    /// retry count bounds `lock`.
     ///
     /// ```
     /// use std::time::Duration;
-    /// let config = redquorum::Config::default().with_acquire_timeout(Some(Duration::from_secs(2)));
+    /// let config = redquorum::Config::default().with_acquire_timeout(Duration::from_secs(2));
     /// assert_eq!(config.acquire_timeout(), Some(Duration::from_secs(2)));
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_acquire_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.acquire_timeout = timeout;
+    pub fn with_acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = Some(timeout);
         self
     }
 

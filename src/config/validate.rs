@@ -150,9 +150,9 @@ mod tests {
                     (Config::default().with_min_validity(d), MAX_TTL),
                     (Config::default().with_retry_delay(d), MAX_WAIT),
                     (Config::default().with_retry_jitter(d), MAX_WAIT),
-                    (Config::default().with_acquire_timeout(Some(d)), MAX_TTL),
+                    (Config::default().with_acquire_timeout(d), MAX_TTL),
                     (Config::default().with_node_timeout(d), MAX_WAIT),
-                    (Config::default().with_max_hold(Some(d)), MAX_TTL),
+                    (Config::default().with_max_hold(d), MAX_TTL),
                 ];
                 for (config, bound) in settings {
                     prop_assert_eq!(config.validate(5).is_ok(), d <= bound, "{:?}", config);
@@ -171,7 +171,7 @@ mod tests {
                 .to_string()
                 .contains("node timeout")
         );
-        let config = Config::default().with_acquire_timeout(Some(Duration::ZERO));
+        let config = Config::default().with_acquire_timeout(Duration::ZERO);
         assert!(
             config
                 .validate(5)

@@ -102,17 +102,17 @@ impl Config {
         self.watchdog.extend_at
     }
 
-    /// Limits how many times the watchdog extends one lock; `None` (the
-    /// default) for no limit. Past the limit the lock expires at its
+    /// Limits how many times the watchdog extends one lock (by default,
+    /// no limit). Past the limit the lock expires at its
     /// deadline and is reported lost.
     ///
     /// ```
-    /// let config = redquorum::Config::default().with_max_extensions(Some(3));
+    /// let config = redquorum::Config::default().with_max_extensions(3);
     /// assert_eq!(config.max_extensions(), Some(3));
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_max_extensions(mut self, max: Option<u32>) -> Self {
-        self.watchdog.max_extensions = max;
+    pub fn with_max_extensions(mut self, max: u32) -> Self {
+        self.watchdog.max_extensions = Some(max);
         self
     }
 
@@ -127,17 +127,17 @@ impl Config {
 
     /// Limits how long the watchdog keeps one lock, counted from the start
     /// of its acquisition: no extension carries the deadline past it (the
-    /// first TTL is always granted). `None` (the default) for no limit.
+    /// first TTL is always granted). By default, no limit.
     /// Past the limit the lock expires and is reported lost.
     ///
     /// ```
     /// use std::time::Duration;
-    /// let config = redquorum::Config::default().with_max_hold(Some(Duration::from_secs(600)));
+    /// let config = redquorum::Config::default().with_max_hold(Duration::from_secs(600));
     /// assert_eq!(config.max_hold(), Some(Duration::from_secs(600)));
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_max_hold(mut self, max: Option<Duration>) -> Self {
-        self.watchdog.max_hold = max;
+    pub fn with_max_hold(mut self, max: Duration) -> Self {
+        self.watchdog.max_hold = Some(max);
         self
     }
 

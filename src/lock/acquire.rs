@@ -9,14 +9,15 @@ use tokio::time::Instant;
 
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
-use crate::error::{Attempts, Error, NodeOutcome, Result};
+use crate::error::{Attempts, Error, Result};
 use crate::handoff::Interest;
+use crate::options::Plan;
 use crate::quorum::{Decision, Leftover};
 use crate::ttl::{self, Ttl};
 use crate::{keys, value};
 
-/// Acquires `resources` with up to `retries` retries; `owner` makes it a
-/// reentrant hold.
+/// Acquires `resources` as `plan` says (retries, deadline, pauses,
+/// fencing); `owner` makes it a reentrant hold.
 ///
 /// # Cancel safety
 ///
@@ -26,7 +27,7 @@ pub(crate) async fn acquire(
     shared: &Arc<Shared>,
     resources: &[&str],
     ttl: Duration,
-    retries: u32,
+    plan: &Plan,
     owner: Option<&str>,
 ) -> Result<Held> {
     keys::check_resources(resources)?;
@@ -38,21 +39,21 @@ pub(crate) async fn acquire(
     let keys: Arc<[String]> = names.iter().map(|r| shared.lock_key(r)).collect();
     let resources: Arc<[String]> = names.into();
     let config = &shared.config;
-    let give_up_at = config
-        .acquire_timeout()
-        .and_then(|t| Instant::now().checked_add(t));
     let mut attempts = 0u32;
     // Timed pauses taken so far, and the end of the current one while
     // attempts made on a release notification fail within it.
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
+    if config.strict_checks() {
+        super::require_checks(shared).await?;
+    }
     loop {
-        attempts += 1;
+        attempts = attempts.saturating_add(1);
         tracing::debug!(resource = %resources[0], attempt = attempts, "acquire attempt");
         let outcome = match owner {
             Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
-            None if config.fencing() => fenced::attempt(shared, &resources, &keys, &ttl).await,
+            None if plan.fencing => fenced::attempt(shared, &resources, &keys, &ttl).await,
             None => attempt(shared, &resources, &keys, &ttl, None).await,
         };
         // After the first attempt, so that the checks never slow it down.
@@ -65,28 +66,22 @@ pub(crate) async fn acquire(
         let wake_at = match pause_ends {
             Some(at) if at > now => at,
             _ => {
-                pauses += 1;
-                now + ttl::retry_pause(
-                    config.retry_delay(),
-                    config.retry_jitter(),
-                    rand::random::<f64>(),
-                )
+                pauses = pauses.saturating_add(1);
+                now + ttl::retry_pause(plan.retry_delay, plan.retry_jitter, rand::random::<f64>())
             }
         };
-        let out_of_time = give_up_at.is_some_and(|at| wake_at >= at);
-        if pauses > retries || out_of_time {
-            let attempts = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
-                .with_validity_exhausted(failure.validity_exhausted);
+        let out_of_time = plan.give_up_at.is_some_and(|at| wake_at >= at);
+        let report = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
+            .with_validity_exhausted(failure.validity_exhausted);
+        // Waiting does not mend credentials, ACLs or replicas.
+        if pauses > plan.retries || out_of_time || report.is_misconfigured() {
+            let attempts = report;
             tracing::debug!(%attempts, "lock not acquired");
             return Err(Error::NotAcquired(Box::new(attempts)));
         }
         // Only a lock held by someone gets released: an attempt that
         // met no holder (nodes down) has nothing to wait for.
-        let contended = failure
-            .reports
-            .iter()
-            .any(|r| matches!(r.outcome(), NodeOutcome::Refused));
-        if interest.is_none() && contended && config.release_notifications() {
+        if interest.is_none() && report.is_contended() && config.release_notifications() {
             let channels = resources
                 .iter()
                 .map(|r| keys::channel(config.key_prefix(), r))

@@ -11,10 +11,11 @@ pub(crate) mod held;
 pub(crate) mod release;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::background::Background;
 use crate::config::Config;
-use crate::error::NodeReport;
+use crate::error::{Error, NodeReport, Result};
 use crate::handoff::Handoff;
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Chain, Gate, Leftover, Round};
@@ -27,7 +28,9 @@ pub(crate) struct Shared {
     pub(crate) quorum: usize,
     pub(crate) config: Config,
     /// Set once the start-up checks have been run in the background.
-    pub(crate) checked: std::sync::atomic::AtomicBool,
+    pub(crate) checked: AtomicBool,
+    /// Set once the start-up checks have passed (strict checks).
+    pub(crate) passed: AtomicBool,
     /// Release notifications for waiters in `lock()`.
     pub(crate) handoff: Handoff,
     /// Releases and calls in flight left running in the background.
@@ -98,13 +101,37 @@ pub(crate) struct Failure {
     pub(crate) validity_exhausted: bool,
 }
 
+/// Runs the start-up checks, logs the warnings, and fails on the problems
+/// (`Redlock::check`).
+pub(crate) async fn run_checks(shared: &Shared) -> Result<()> {
+    let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
+    for problem in checks.iter().flat_map(|c| c.problems()) {
+        if problem.is_warning() {
+            tracing::warn!(%problem, "redquorum start-up check");
+        }
+    }
+    let problems = crate::check::problems(&checks, shared.quorum);
+    if problems.is_empty() {
+        shared.passed.store(true, Ordering::Release);
+        Ok(())
+    } else {
+        Err(Error::Misconfigured(problems))
+    }
+}
+
+/// With strict checks, before an acquisition: fails until the start-up
+/// checks have passed once.
+pub(crate) async fn require_checks(shared: &Shared) -> Result<()> {
+    if shared.passed.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    run_checks(shared).await
+}
+
 /// Runs the checks in the background on the first acquisition and logs
 /// what they find; never blocks or fails the caller.
 pub(crate) fn warn_once(shared: &Arc<Shared>) {
-    if shared
-        .checked
-        .swap(true, std::sync::atomic::Ordering::AcqRel)
-    {
+    if shared.checked.swap(true, Ordering::AcqRel) {
         return;
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -112,7 +139,7 @@ pub(crate) fn warn_once(shared: &Arc<Shared>) {
     };
     let shared = Arc::clone(shared);
     runtime.spawn(async move {
-        for check in crate::check::report(&shared.nodes).await {
+        for check in crate::check::report(&shared.nodes, shared.config.fencing()).await {
             for problem in check.problems() {
                 tracing::warn!(%problem, "redquorum start-up check");
             }

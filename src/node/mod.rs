@@ -2,6 +2,7 @@
 //! timeout on every call. The lock commands are in [`commands`], their
 //! scripts in [`scripts`].
 
+pub(crate) mod acl;
 pub(crate) mod commands;
 pub(crate) mod scripts;
 
@@ -9,17 +10,19 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError, Script};
+use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 
+use self::acl::{DIAGNOSE, Lua};
 use crate::error::{Error, NodeOutcome, Result};
+use crate::failure::{FailureKind, NodeFailure, is_script_denied};
 
 /// Why one call to one node did not give an answer.
 #[derive(Debug)]
 pub(crate) enum NodeError {
     /// No answer within the node timeout.
     TimedOut,
-    /// Connection or server error.
-    Redis(RedisError),
+    /// Connection or server error, sorted into a kind.
+    Failed(NodeFailure),
 }
 
 impl NodeError {
@@ -27,8 +30,12 @@ impl NodeError {
     pub(crate) fn outcome(&self) -> NodeOutcome {
         match self {
             NodeError::TimedOut => NodeOutcome::TimedOut,
-            NodeError::Redis(e) => NodeOutcome::Failed(e.to_string()),
+            NodeError::Failed(failure) => NodeOutcome::Failed(failure.clone()),
         }
+    }
+
+    fn redis(e: &RedisError) -> Self {
+        NodeError::Failed(NodeFailure::from_redis(e))
     }
 }
 
@@ -132,12 +139,12 @@ impl Node {
             .set_response_timeout(None)
             .set_number_of_retries(0);
         let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
-            .map_err(NodeError::Redis)?;
+            .map_err(|e| NodeError::redis(&e))?;
         // Ends (as a cancelled task) when the runtime shuts down, taking
         // the connection's driver with it: the next call opens a new one.
         let runtime = tokio::runtime::Handle::try_current()
             .map(|runtime| runtime.spawn(std::future::pending::<()>()))
-            .map_err(|_| NodeError::Redis(no_runtime()))?;
+            .map_err(|_| NodeError::redis(&no_runtime()))?;
         *conn = Some(Connection {
             manager: manager.clone(),
             runtime,
@@ -146,9 +153,10 @@ impl Node {
     }
 
     /// Runs `script` with `keys` and `args`, bounded by the node timeout.
+    /// A script the ACL refuses is reported with the command to allow.
     pub(crate) async fn script<T: redis::FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         keys: &[String],
         args: &[&str],
     ) -> NodeResult<T> {
@@ -160,7 +168,46 @@ impl Node {
         for arg in args {
             invocation.arg(*arg);
         }
-        self.bounded(invocation.invoke_async(&mut conn)).await
+        match self.bounded(invocation.invoke_async(&mut conn)).await {
+            Err(NodeError::Failed(failure)) if is_script_denied(failure.message()) => Err(
+                NodeError::Failed(self.diagnose(script, keys, failure).await),
+            ),
+            answer => answer,
+        }
+    }
+
+    /// Asks the node which of `script`'s commands its ACL forbids on `keys`,
+    /// and names it in `failure`. Left as it is when the node cannot say.
+    async fn diagnose(&self, script: &Lua, keys: &[String], failure: NodeFailure) -> NodeFailure {
+        let Ok(mut conn) = self.connection() else {
+            return failure;
+        };
+        let mut invocation = DIAGNOSE.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        for command in script.calls() {
+            invocation.arg(command);
+        }
+        match self
+            .bounded(invocation.invoke_async::<Option<String>>(&mut conn))
+            .await
+        {
+            Ok(Some(found)) => {
+                let command = found.split(' ').next().unwrap_or_default().to_owned();
+                let message = format!(
+                    "this user may not run `{found}` in a lock script: allow the command and \
+                     the key pattern"
+                );
+                NodeFailure::new(
+                    FailureKind::NoPermission {
+                        command: Some(command),
+                    },
+                    message,
+                )
+            }
+            _ => failure,
+        }
     }
 
     /// Runs one command, bounded by the node timeout.
@@ -175,7 +222,7 @@ impl Node {
     async fn bounded<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> NodeResult<T> {
         match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(NodeError::Redis(e)),
+            Ok(Err(e)) => Err(NodeError::redis(&e)),
             Err(_) => Err(NodeError::TimedOut),
         }
     }

@@ -10,16 +10,15 @@
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use super::acl::{Lua, lua};
 
 /// Takes every key of a multi-resource lock at once, or none.
 ///
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key was free and is now ours, 0 when any key exists
 /// (nothing is written then).
-pub(crate) static ACQUIRE_ALL: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static ACQUIRE_ALL: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 for i = 1, #KEYS do
   if redis.call('exists', KEYS[i]) == 1 then return 0 end
 end
@@ -27,8 +26,7 @@ for i = 1, #KEYS do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
 return 1
-",
-    )
+")
 });
 
 /// Compare-and-delete, announcing each release.
@@ -38,9 +36,8 @@ return 1
 /// empty: publish nothing).
 /// Deletes each key that holds our value; returns how many it deleted.
 /// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still releases.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 local n = 0
 for i = 1, #KEYS do
   if redis.pcall('get', KEYS[i]) == ARGV[1] then
@@ -53,8 +50,7 @@ for i = 1, #KEYS do
   end
 end
 return n
-",
-    )
+")
 });
 
 /// Compare-and-pexpire. Never creates a key.
@@ -62,9 +58,8 @@ return n
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
 /// Returns 1 when every key holds our value and got the new TTL, 0 when any
 /// key is missing or not ours (nothing is changed then).
-pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 for i = 1, #KEYS do
   if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
 end
@@ -72,8 +67,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
+")
 });
 
 /// Compare-and-pexpire that tells a missing key from a foreign one.
@@ -82,9 +76,8 @@ return 1
 /// Returns 1 when every key holds our value and got the new TTL; 0 when any
 /// key holds another value; -1 when no key is foreign but some are missing
 /// (a restarted node). Nothing is changed unless it returns 1.
-pub(crate) static EXTEND_OR_MISSING: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 local missing = false
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
@@ -99,8 +92,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
+")
 });
 
 /// Re-seeds a lock on a node that lost it (restarted empty), once the lock
@@ -110,9 +102,8 @@ return 1
 /// Returns 0 when any key holds another value (nothing is written); else
 /// sets each missing key (`SET NX PX`), gives the TTL to those already
 /// ours, and returns 1.
-pub(crate) static RESEED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static RESEED: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
   if v ~= false and v ~= ARGV[1] then return 0 end
@@ -123,8 +114,7 @@ for i = 1, #KEYS do
   end
 end
 return 1
-",
-    )
+")
 });
 
 // Fencing tokens (see `lock::fenced`).
@@ -135,9 +125,8 @@ return 1
 /// ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
 /// Returns nil when any lock key exists (nothing is written then), else the
 /// n counters as decimal strings ("0" for a counter never written).
-pub(crate) static FENCED_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static FENCED_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then return false end
@@ -154,8 +143,7 @@ for i = 1, n do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
 return counters
-",
-    )
+")
 });
 
 /// Phase 2: raises the counters to the tokens, only while the lock is ours.
@@ -165,9 +153,8 @@ return counters
 /// and every counter is now at least its token, 0 when a lock key is
 /// missing or not ours (nothing is written then). Counters are compared as
 /// decimal strings (length, then digits), exact over the whole `u64` range.
-pub(crate) static FENCE_WRITE_BACK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+pub(crate) static FENCE_WRITE_BACK: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
 local n = #KEYS / 2
 for i = 1, n do
   if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
@@ -180,8 +167,7 @@ for i = 1, n do
   end
 end
 return 1
-",
-    )
+")
 });
 
 // Reentrant holds.
@@ -241,8 +227,8 @@ end
 ";
 
 /// A script made of [`PRELUDE`] and `body`.
-fn with_prelude(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}{body}"))
+fn with_prelude(body: &str) -> Lua {
+    lua(&format!("{PRELUDE}{body}"))
 }
 
 /// Takes the lock for an owner, or one more hold for the owner holding it.
@@ -251,7 +237,7 @@ fn with_prelude(body: &str) -> Script {
 /// milliseconds. Returns 1 when the hold is ours (the key was free, or is
 /// held by this owner), 0 when the key holds anything else. The key's TTL
 /// becomes the latest expiry among its holds, so never shorter than before.
-pub(crate) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static REENTRANT_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
     with_prelude(
         r"
 local at = now()
@@ -279,7 +265,7 @@ return 1
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id. Returns how many keys had the
 /// hold (and lost it).
-pub(crate) static REENTRANT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static REENTRANT_RELEASE: LazyLock<Lua> = LazyLock::new(|| {
     with_prelude(
         r"
 local at = now()
@@ -305,7 +291,7 @@ return n
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
-pub(crate) static REENTRANT_EXTEND: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static REENTRANT_EXTEND: LazyLock<Lua> = LazyLock::new(|| {
     with_prelude(
         r"
 for i = 1, #KEYS do
@@ -325,7 +311,7 @@ return 1
 });
 
 /// The compare-and-delete script for `value`: the reentrant one for a hold id.
-pub(crate) fn release_script(value: &str) -> &'static Script {
+pub(crate) fn release_script(value: &str) -> &'static Lua {
     if crate::value::is_hold_id(value) {
         &REENTRANT_RELEASE
     } else {
@@ -334,7 +320,7 @@ pub(crate) fn release_script(value: &str) -> &'static Script {
 }
 
 /// The compare-and-pexpire script for `value`: the reentrant one for a hold id.
-pub(crate) fn extend_script(value: &str) -> &'static Script {
+pub(crate) fn extend_script(value: &str) -> &'static Lua {
     if crate::value::is_hold_id(value) {
         &REENTRANT_EXTEND
     } else {
@@ -354,5 +340,53 @@ mod tests {
         let plain = crate::value::fresh();
         assert!(std::ptr::eq(release_script(&plain), &*RELEASE));
         assert!(std::ptr::eq(extend_script(&plain), &*EXTEND));
+    }
+}
+
+#[cfg(test)]
+mod acl_docs {
+    use super::*;
+
+    /// The commands of one feature's line in docs/deployment.md.
+    fn documented(feature: &str) -> Vec<String> {
+        let doc = include_str!("../../docs/deployment.md");
+        let line = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("{feature}:")))
+            .unwrap_or_default();
+        line.split_whitespace()
+            .filter_map(|w| w.strip_prefix('+'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn assert_documented(feature: &[&str], scripts: &[&Lua]) {
+        let allowed: Vec<String> = feature.iter().flat_map(|f| documented(f)).collect();
+        for script in scripts {
+            for call in script.calls() {
+                if call == "publish" {
+                    continue; // allowed to fail: the notifications line
+                }
+                assert!(
+                    allowed.contains(call),
+                    "docs/deployment.md: {feature:?} lacks +{call}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
+        let core: [&Lua; 5] = [&ACQUIRE_ALL, &RELEASE, &EXTEND, &EXTEND_OR_MISSING, &RESEED];
+        assert_documented(&["core"], &core);
+        assert_documented(&["core"], &[&FENCED_ACQUIRE, &FENCE_WRITE_BACK]);
+        assert_documented(
+            &["core", "reentrant"],
+            &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],
+        );
+        assert!(documented("notifications").contains(&"publish".to_owned()));
+        for needed in ["evalsha", "script|load", "set"] {
+            assert!(documented("core").contains(&needed.to_owned()), "{needed}");
+        }
     }
 }

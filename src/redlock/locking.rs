@@ -1,14 +1,15 @@
-//! The locking calls of [`Redlock`]: one attempt or with retries, one or
-//! several resources, reentrant holds, and [`with_lock`](Redlock::with_lock),
-//! which runs a job under an auto-extended lock.
+//! The locking calls of [`Redlock`]: one attempt, with retries, or as
+//! [`LockOptions`] say; one or several resources; reentrant holds. Jobs run
+//! under a lock are in [`jobs`](super::jobs).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::Redlock;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::lock;
+use crate::options::{LockOptions, Plan};
 
 impl Redlock {
     /// Makes one attempt to lock `resource` for `ttl`.
@@ -39,7 +40,8 @@ impl Redlock {
     /// key the attempt may have set: nothing is left to block others until
     /// the TTL.
     pub async fn try_lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
-        self.acquire(&[resource], ttl, 0, None).await
+        self.acquire(&[resource], ttl, &LockOptions::new().no_wait(), None)
+            .await
     }
 
     /// Locks `resource` for `ttl`, trying again (after `retry_delay` plus or
@@ -65,8 +67,44 @@ impl Redlock {
     ///
     /// As [`try_lock`](Self::try_lock): a dropped future leaves no key behind.
     pub async fn lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard> {
-        let retries = self.shared.config.retry_count();
-        self.acquire(&[resource], ttl, retries, None).await
+        self.acquire(&[resource], ttl, &LockOptions::new(), None)
+            .await
+    }
+
+    /// Locks `resource` for `ttl` as `options` say: how long to wait, with
+    /// or without fencing, the pause between attempts. What `options` does
+    /// not set comes from the [`Config`](crate::Config), so
+    /// `lock_with(r, ttl, &LockOptions::new())` is `lock(r, ttl)`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::LockOptions;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let options = LockOptions::new().wait(Duration::from_secs(30)).fencing(true);
+    /// let guard = redlock.lock_with("invoices", Duration::from_secs(10), &options).await?;
+    /// let token = guard.fencing_token();
+    /// # let _ = token;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Self::lock); also [`Error::InvalidArgument`] for a wait
+    /// of zero or longer than [`MAX_TTL`](crate::MAX_TTL), or a retry pause
+    /// longer than [`MAX_WAIT`](crate::MAX_WAIT).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn lock_with(
+        &self,
+        resource: &str,
+        ttl: Duration,
+        options: &LockOptions,
+    ) -> Result<LockGuard> {
+        self.acquire(&[resource], ttl, options, None).await
     }
 
     /// Locks every resource in `resources` at once, with the retries of
@@ -94,8 +132,36 @@ impl Redlock {
     ///
     /// As [`try_lock`](Self::try_lock).
     pub async fn lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
-        let retries = self.shared.config.retry_count();
-        self.acquire(resources, ttl, retries, None).await
+        self.acquire(resources, ttl, &LockOptions::new(), None)
+            .await
+    }
+
+    /// [`lock_many`](Self::lock_many) as `options` say (see
+    /// [`lock_with`](Self::lock_with)).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let once = redquorum::LockOptions::new().no_wait();
+    /// let guard = redlock.lock_many_with(&["a", "b"], std::time::Duration::from_secs(5), &once).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`lock_with`](Self::lock_with); an empty list is
+    /// [`Error::InvalidArgument`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`try_lock`](Self::try_lock).
+    pub async fn lock_many_with(
+        &self,
+        resources: &[&str],
+        ttl: Duration,
+        options: &LockOptions,
+    ) -> Result<LockGuard> {
+        self.acquire(resources, ttl, options, None).await
     }
 
     /// One attempt of [`lock_many`](Self::lock_many).
@@ -115,7 +181,8 @@ impl Redlock {
     ///
     /// As [`try_lock`](Self::try_lock).
     pub async fn try_lock_many(&self, resources: &[&str], ttl: Duration) -> Result<LockGuard> {
-        self.acquire(resources, ttl, 0, None).await
+        self.acquire(resources, ttl, &LockOptions::new().no_wait(), None)
+            .await
     }
 
     /// Locks `resource` for `owner`, a caller-chosen identity, with the
@@ -161,8 +228,8 @@ impl Redlock {
         owner: &str,
         ttl: Duration,
     ) -> Result<LockGuard> {
-        let retries = self.shared.config.retry_count();
-        self.acquire(&[resource], ttl, retries, Some(owner)).await
+        self.acquire(&[resource], ttl, &LockOptions::new(), Some(owner))
+            .await
     }
 
     /// One attempt of [`lock_reentrant`](Self::lock_reentrant).
@@ -189,96 +256,22 @@ impl Redlock {
         owner: &str,
         ttl: Duration,
     ) -> Result<LockGuard> {
-        self.acquire(&[resource], ttl, 0, Some(owner)).await
-    }
-
-    /// Locks `resource` (with the retries of [`lock`](Self::lock)), runs
-    /// `f(&guard)` while the watchdog ([`LockGuard::auto_extend`]) keeps the
-    /// lock, and releases it when `f` is done.
-    ///
-    /// If the lock is lost while `f` runs (extensions could not reach a
-    /// quorum before the validity ran out, a quorum no longer holds our
-    /// value, or the extension limits of the [`Config`](crate::Config) were
-    /// hit), `f`'s future is dropped at that moment, so it stops at its
-    /// current `.await`, and [`Error::Lost`] is returned; the keys still
-    /// ours are released in the background.
-    ///
-    /// `f` receives the guard, to read [`LockGuard::remaining`] or its
-    /// fencing token before a side effect.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use redquorum::{Error, Redlock};
-    ///
-    /// # async fn export() -> usize { 0 }
-    /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
-    /// match redlock
-    ///     .with_lock("nightly-export", Duration::from_secs(10), async |guard| {
-    ///         println!("exclusive, {:?} left before the next extension", guard.remaining());
-    ///         export().await // may run far longer than the TTL
-    ///     })
-    ///     .await
-    /// {
-    ///     Ok(rows) => println!("exported {rows} rows"),
-    ///     Err(Error::NotAcquired(why)) => println!("not started: {why}"),
-    ///     Err(Error::Lost) => println!("lock lost; export cancelled midway"),
-    ///     Err(e) => return Err(e),
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// - As [`lock`](Self::lock) when the lock is not acquired
-    ///   ([`Error::NotAcquired`], [`Error::InvalidArgument`]): `f` never runs.
-    /// - [`Error::Lost`] when the lock was lost while `f` ran: `f` was
-    ///   cancelled. When `f` finishes before any loss, its value is returned
-    ///   even if the release that follows cannot reach a quorum (that is
-    ///   logged): the lock was held for the whole of `f`.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the returned future drops `f`'s future and the guard: the
-    /// watchdog stops and the lock is released in a spawned task. The same
-    /// happens when `f` panics (the panic then goes on unwinding).
-    pub async fn with_lock<F, T>(&self, resource: &str, ttl: Duration, f: F) -> Result<T>
-    where
-        F: AsyncFnOnce(&LockGuard) -> T,
-    {
-        let mut guard = self.lock(resource, ttl).await?;
-        guard.auto_extend();
-        let done = {
-            let work = f(&guard);
-            tokio::select! {
-                biased;
-                () = guard.lost() => None,
-                value = work => Some(value),
-            }
-        };
-        let Some(value) = done else {
-            tracing::warn!(resource, remaining = ?guard.remaining(), "lock lost; job cancelled");
-            // Dropping releases what is still ours, in the background: the
-            // caller learns of the loss at once.
-            drop(guard);
-            return Err(Error::Lost);
-        };
-        if let Err(error) = guard.release().await {
-            tracing::warn!(resource, %error, "job done, but the release found no quorum holding the lock");
-        }
-        Ok(value)
+        self.acquire(&[resource], ttl, &LockOptions::new().no_wait(), Some(owner))
+            .await
     }
 
     /// Acquires through the lock's steps and wraps the result in a guard,
     /// with no `.await` in between: a dropped future either released what
     /// it set or handed it to a guard.
-    async fn acquire(
+    pub(super) async fn acquire(
         &self,
         resources: &[&str],
         ttl: Duration,
-        retries: u32,
+        options: &LockOptions,
         owner: Option<&str>,
     ) -> Result<LockGuard> {
-        let held = lock::acquire::acquire(&self.shared, resources, ttl, retries, owner).await?;
+        let plan = Plan::new(&self.shared.config, options)?;
+        let held = lock::acquire::acquire(&self.shared, resources, ttl, &plan, owner).await?;
         Ok(LockGuard::new(Arc::clone(&self.shared), held))
     }
 }

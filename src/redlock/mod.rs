@@ -1,6 +1,7 @@
 //! [`Redlock`]: the public face of the lock: construction, settings,
 //! start-up checks and shutdown here, the locking calls in [`locking`].
 
+mod jobs;
 mod locking;
 
 use std::sync::Arc;
@@ -126,6 +127,9 @@ impl Redlock {
             ));
         }
         let quorum = config.validate(parsed.len())?;
+        if let Some(warning) = crate::check::node_count_warning(parsed.len()) {
+            tracing::warn!(%warning, "redquorum node count");
+        }
         let handoff = Handoff::new(
             parsed.iter().map(|n| n.client().clone()).collect(),
             config.node_timeout(),
@@ -137,6 +141,7 @@ impl Redlock {
                 quorum,
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
+                passed: std::sync::atomic::AtomicBool::new(false),
                 handoff,
                 background: Background::default(),
             }),
@@ -219,13 +224,7 @@ impl Redlock {
     ///
     /// Cancel safe: it only reads.
     pub async fn check(&self) -> Result<()> {
-        let checks = crate::check::report(&self.shared.nodes).await;
-        let problems = crate::check::problems(&checks, self.shared.quorum);
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Misconfigured(problems))
-        }
+        crate::lock::run_checks(&self.shared).await
     }
 
     /// Per-node facts from the start-up checks (reachable, role, eviction
@@ -243,7 +242,7 @@ impl Redlock {
     ///
     /// Cancel safe: it only reads.
     pub async fn check_report(&self) -> Vec<NodeCheck> {
-        crate::check::report(&self.shared.nodes).await
+        crate::check::report(&self.shared.nodes, self.shared.config.fencing()).await
     }
 
     /// Waits until every release and clean-up this `Redlock` (and its

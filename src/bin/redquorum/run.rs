@@ -194,12 +194,14 @@ enum End {
 
 /// Runs `redquorum run`.
 pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
-    let config = config
+    let mut config = config
         .with_fencing(args.fencing)
         .with_retry_delay(RETRY_DELAY)
         .with_retry_jitter(RETRY_JITTER)
-        .with_retry_count(u32::MAX)
-        .with_acquire_timeout(args.wait());
+        .with_retry_count(u32::MAX);
+    if let Some(wait) = args.wait() {
+        config = config.with_acquire_timeout(wait);
+    }
     let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config) {
         Ok(redlock) => redlock,
         Err(e) => return not_acquired(e),

@@ -1,0 +1,154 @@
+//! Jobs under a lock: [`with_lock`](Redlock::with_lock), which runs a job
+//! while the watchdog keeps the lock, and
+//! [`try_with_lock`](Redlock::try_with_lock), which skips the job when
+//! another owner holds the lock (cron-style).
+
+use std::time::Duration;
+
+use super::Redlock;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::options::LockOptions;
+
+impl Redlock {
+    /// Locks `resource` (with the retries of [`lock`](Self::lock)), runs
+    /// `f(&guard)` while the watchdog ([`LockGuard::auto_extend`]) keeps the
+    /// lock, and releases it when `f` is done.
+    ///
+    /// If the lock is lost while `f` runs (extensions could not reach a
+    /// quorum before the validity ran out, a quorum no longer holds our
+    /// value, or the extension limits of the [`Config`](crate::Config) were
+    /// hit), `f`'s future is dropped at that moment, so it stops at its
+    /// current `.await`, and [`Error::Lost`] is returned; the keys still
+    /// ours are released in the background.
+    ///
+    /// `f` receives the guard, to read [`LockGuard::remaining`] or its
+    /// fencing token before a side effect.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::{Error, Redlock};
+    ///
+    /// # async fn export() -> usize { 0 }
+    /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
+    /// match redlock
+    ///     .with_lock("nightly-export", Duration::from_secs(10), async |guard| {
+    ///         println!("exclusive, {:?} left before the next extension", guard.remaining());
+    ///         export().await // may run far longer than the TTL
+    ///     })
+    ///     .await
+    /// {
+    ///     Ok(rows) => println!("exported {rows} rows"),
+    ///     Err(Error::NotAcquired(why)) => println!("not started: {why}"),
+    ///     Err(Error::Lost) => println!("lock lost; export cancelled midway"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - As [`lock`](Self::lock) when the lock is not acquired
+    ///   ([`Error::NotAcquired`], [`Error::InvalidArgument`]): `f` never runs.
+    /// - [`Error::Lost`] when the lock was lost while `f` ran: `f` was
+    ///   cancelled. When `f` finishes before any loss, its value is returned
+    ///   even if the release that follows cannot reach a quorum (that is
+    ///   logged): the lock was held for the whole of `f`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future drops `f`'s future and the guard: the
+    /// watchdog stops and the lock is released in a spawned task. The same
+    /// happens when `f` panics (the panic then goes on unwinding).
+    pub async fn with_lock<F, T>(&self, resource: &str, ttl: Duration, f: F) -> Result<T>
+    where
+        F: AsyncFnOnce(&LockGuard) -> T,
+    {
+        let guard = self.lock(resource, ttl).await?;
+        run_under(guard, resource, f).await
+    }
+
+    /// Makes one attempt to lock `resource`; when another owner holds it,
+    /// returns `Ok(None)` at once without running `f` (the job runs
+    /// elsewhere); otherwise runs `f` as [`with_lock`](Self::with_lock)
+    /// does, under an auto-extended lock, and returns `Ok(Some(value))`.
+    /// For jobs that every host of a fleet starts and one should run.
+    ///
+    /// Only contention skips: nodes that are down or misconfigured, so
+    /// that no quorum could answer, are an error, so that an outage is
+    /// not taken for "someone else ran it".
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn rotate_logs() {}
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// match redlock.try_with_lock("cron:rotate-logs", Duration::from_secs(60), async |_| rotate_logs().await).await? {
+    ///     Some(()) => println!("rotated"),
+    ///     None => println!("another host has it"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotAcquired`] when the attempt failed for another reason
+    ///   than contention (nodes unavailable or misconfigured, validity
+    ///   exhausted): `f` never runs.
+    /// - [`Error::InvalidArgument`], and [`Error::Lost`] as in
+    ///   [`with_lock`](Self::with_lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`with_lock`](Self::with_lock).
+    pub async fn try_with_lock<F, T>(
+        &self,
+        resource: &str,
+        ttl: Duration,
+        f: F,
+    ) -> Result<Option<T>>
+    where
+        F: AsyncFnOnce(&LockGuard) -> T,
+    {
+        let options = LockOptions::new().no_wait();
+        match self.acquire(&[resource], ttl, &options, None).await {
+            Ok(guard) => run_under(guard, resource, f).await.map(Some),
+            Err(Error::NotAcquired(why))
+                if why.is_contended()
+                    && !why.is_unavailable()
+                    && !why.is_misconfigured()
+                    && !why.is_validity_exhausted() =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Runs `f` under `guard` with the watchdog on, and releases after it.
+async fn run_under<F, T>(mut guard: LockGuard, resource: &str, f: F) -> Result<T>
+where
+    F: AsyncFnOnce(&LockGuard) -> T,
+{
+    guard.auto_extend();
+    let done = {
+        let work = f(&guard);
+        tokio::select! {
+            biased;
+            () = guard.lost() => None,
+            value = work => Some(value),
+        }
+    };
+    let Some(value) = done else {
+        tracing::warn!(resource, remaining = ?guard.remaining(), "lock lost; job cancelled");
+        // Dropping releases what is still ours, in the background: the
+        // caller learns of the loss at once.
+        drop(guard);
+        return Err(Error::Lost);
+    };
+    if let Err(error) = guard.release().await {
+        tracing::warn!(resource, %error, "job done, but the release found no quorum holding the lock");
+    }
+    Ok(value)
+}

@@ -1,0 +1,232 @@
+#![cfg(feature = "testkit")]
+//! ACL users on real nodes: the least-privilege users of
+//! docs/deployment.md run their features, and a refusal is a typed
+//! misconfiguration naming the command, never retried as an outage.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use redquorum::testkit::LocalCluster;
+use redquorum::{Error, FailureKind, LockOptions, NodeOutcome, NodeProblem};
+
+const TTL: Duration = Duration::from_secs(10);
+const PASSWORD: &str = "CHANGE-ME";
+
+/// The `ACL SETUSER` arguments of one feature's line in docs/deployment.md.
+fn documented(feature: &str) -> Vec<String> {
+    let doc = include_str!("../docs/deployment.md");
+    let line = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("{feature}:")))
+        .unwrap_or_else(|| panic!("docs/deployment.md has no {feature}: line"));
+    let args = line
+        .split_once("ACL SETUSER ")
+        .map(|(_, args)| args)
+        .unwrap_or_else(|| panic!("{feature}: line has no ACL SETUSER"));
+    args.split_whitespace().map(str::to_owned).collect()
+}
+
+/// Runs `ACL SETUSER` with `args` on nodes `on` (as the default user).
+fn setuser(cluster: &LocalCluster, on: &[usize], args: &[String]) {
+    for &i in on {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER").arg(args);
+        if let Err(e) = common::query::<()>(&cluster.direct_url(i), &cmd) {
+            panic!("ACL SETUSER {args:?} on node {i}: {e}");
+        }
+    }
+}
+
+/// Creates `locker` from the documented lines of `features` on every node.
+fn user(cluster: &LocalCluster, features: &[&str]) {
+    let all: Vec<usize> = (0..cluster.len()).collect();
+    for feature in features {
+        setuser(cluster, &all, &documented(feature));
+    }
+}
+
+/// The cluster's URLs, logging in as `locker`.
+fn locker_urls(cluster: &LocalCluster) -> Vec<String> {
+    cluster
+        .urls()
+        .iter()
+        .map(|u| u.replace("redis://", &format!("redis://locker:{PASSWORD}@")))
+        .collect()
+}
+
+fn failures(err: &Error) -> Vec<FailureKind> {
+    match err {
+        Error::NotAcquired(why) => why
+            .nodes()
+            .iter()
+            .filter_map(|r| match r.outcome() {
+                NodeOutcome::Failed(f) => Some(f.kind().clone()),
+                _ => None,
+            })
+            .collect(),
+        other => panic!("expected NotAcquired, got {other:?}"),
+    }
+}
+
+fn denied(command: &str) -> FailureKind {
+    FailureKind::NoPermission {
+        command: Some(command.to_owned()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_least_privilege_user_runs_every_feature() {
+    let cluster = common::cluster(3);
+    user(
+        &cluster,
+        &["core", "fencing", "reentrant", "notifications", "checks"],
+    );
+    let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
+    redlock.check().await.expect("check as the documented user");
+
+    let resource = common::unique("acl-core");
+    let mut guard = redlock.lock(&resource, TTL).await.expect("lock");
+    guard.extend(TTL).await.expect("extend");
+    guard.release().await.expect("release");
+
+    let many = [common::unique("acl-a"), common::unique("acl-b")];
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let guard = redlock.lock_many(&many, TTL).await.expect("lock_many");
+    guard.release().await.expect("release many");
+
+    let fenced = LockOptions::new().fencing(true);
+    let guard = redlock
+        .lock_with(&resource, TTL, &fenced)
+        .await
+        .expect("fenced lock");
+    assert!(guard.fencing_token().is_some());
+    guard.release().await.expect("fenced release");
+
+    let outer = redlock
+        .lock_reentrant(&resource, "job", TTL)
+        .await
+        .expect("reentrant");
+    let mut inner = redlock
+        .lock_reentrant(&resource, "job", TTL)
+        .await
+        .expect("reentrant again");
+    inner.extend(TTL).await.expect("reentrant extend");
+    inner.release().await.expect("inner release");
+    outer.release().await.expect("outer release");
+    redlock.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_core_user_alone_locks_and_the_checks_name_the_command_to_allow() {
+    let cluster = common::cluster(3);
+    user(&cluster, &["core"]);
+    let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
+    let resource = common::unique("acl-core-only");
+    let mut guard = redlock.lock(&resource, TTL).await.expect("lock");
+    guard.extend(TTL).await.expect("extend");
+    guard.release().await.expect("release");
+
+    let err = redlock
+        .try_lock_reentrant(&resource, "job", TTL)
+        .await
+        .expect_err("reentrant needs its own commands");
+    let kinds = failures(&err);
+    assert!(kinds.len() >= 2, "{err}");
+    assert!(kinds.iter().all(|k| *k == denied("time")), "{kinds:?}");
+
+    match redlock.check().await {
+        Err(Error::Misconfigured(problems)) => {
+            assert_eq!(problems.len(), 3, "{problems:?}");
+            for p in &problems {
+                assert!(
+                    matches!(p, NodeProblem::AclDenied { command, .. } if command == "role"),
+                    "{p}"
+                );
+                assert!(p.to_string().contains("+role"), "{p}");
+            }
+        }
+        other => panic!("expected the ACL to be reported, got {other:?}"),
+    }
+    let rows = redlock.check_report().await;
+    assert!(
+        rows.iter().all(|r| r.reachable()),
+        "an ACL refusal is an answer"
+    );
+}
+
+#[tokio::test]
+async fn nodes_whose_acl_refuses_set_are_misconfigured_and_lock_does_not_retry() {
+    let cluster = common::cluster(3);
+    user(&cluster, &["core"]);
+    setuser(&cluster, &[0, 1], &["locker".to_owned(), "-set".to_owned()]);
+    let config = common::fast_config()
+        .with_retry_count(50)
+        .with_retry_delay(Duration::from_millis(200));
+    let redlock = common::redlock(&locker_urls(&cluster), config);
+    let started = Instant::now();
+    let err = redlock
+        .lock(&common::unique("acl-set"), TTL)
+        .await
+        .expect_err("two of three nodes refuse SET");
+    let Error::NotAcquired(why) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(why.attempts(), 1, "retried a misconfiguration: {why}");
+    assert!(why.is_misconfigured() && !why.is_unavailable(), "{why}");
+    assert_eq!(failures(&err), [denied("set"), denied("set")]);
+    // 50 retries of 200 ms would take 10 s.
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_script_the_acl_refuses_is_reported_with_the_command_it_lacks() {
+    let cluster = common::cluster(3);
+    user(&cluster, &["core"]);
+    let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
+    let mut guard = redlock
+        .lock(&common::unique("acl-pexpire"), TTL)
+        .await
+        .expect("lock");
+    setuser(
+        &cluster,
+        &[0, 1, 2],
+        &["locker".to_owned(), "-pexpire".to_owned()],
+    );
+    let err = guard.extend(TTL).await.expect_err("PEXPIRE is refused");
+    // Decided once two of three refused: the third may still be pending.
+    let kinds = failures(&err);
+    assert!(kinds.len() >= 2, "{err}");
+    assert!(kinds.iter().all(|k| *k == denied("pexpire")), "{err}");
+    assert!(err.to_string().contains("pexpire"), "{err}");
+}
+
+#[tokio::test]
+async fn a_read_only_replica_is_a_misconfiguration_not_an_outage() {
+    let cluster = common::cluster(3);
+    let master = cluster.direct_url(0);
+    let port = master
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap_or("");
+    for i in [1, 2] {
+        let cmd = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port).clone();
+        common::query::<()>(&cluster.direct_url(i), &cmd).expect("REPLICAOF");
+    }
+    let config = common::fast_config().with_retry_count(50);
+    let redlock = common::redlock(&cluster.urls(), config);
+    let err = redlock
+        .lock(&common::unique("acl-readonly"), TTL)
+        .await
+        .expect_err("two replicas refuse writes");
+    let Error::NotAcquired(why) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(why.attempts(), 1, "{why}");
+    assert!(why.is_misconfigured(), "{why}");
+    assert_eq!(
+        failures(&err),
+        [FailureKind::ReadOnly, FailureKind::ReadOnly]
+    );
+}
