@@ -123,9 +123,9 @@
 //! |---|---|---|
 //! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
-//! | 2, N nodes | `quorum`, `check`, `handoff`, `background` | fan-out and tally, start-up checks, release notifications, background tasks |
+//! | 2, N nodes | `quorum`, `check`, `inspect`, `handoff`, `background` | fan-out and tally, start-up checks, inspection, release notifications, background tasks |
 //! | 1, one node | `node` (`commands`, `scripts`) | a connection with a timeout, every lock command and Lua script |
-//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
+//! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
 //!
 //! ## Features
 //!
@@ -135,6 +135,7 @@
 //! - `cli`: the `redquorum` command-line tool (`run` a command under a lock,
 //!   `check` the nodes, `status` of a lock).
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -153,6 +154,7 @@ mod node;
 mod background;
 mod check;
 mod handoff;
+mod inspect;
 mod quorum;
 // Floor 3, the steps of the lock.
 mod lock;
@@ -162,6 +164,7 @@ mod redlock;
 mod watchdog;
 
 #[cfg(feature = "testkit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
 
 pub use config::{
@@ -172,6 +175,7 @@ pub use config::{
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
+pub use inspect::{Inspection, NodeHold, NodeView};
 pub use options::LockOptions;
 pub use problem::{NodeCheck, NodeProblem};
 /// The `redis` crate redquorum is built on (major version 1): name its

@@ -259,11 +259,14 @@ impl fmt::Display for NodeProblem {
                 appendfsync,
                 fencing,
             } => {
-                write!(
-                    f,
-                    "node {index} ({node}) has appendonly {appendonly}, appendfsync \
-                     {appendfsync}: a restart forgets recent locks; restart it only after the \
-                     longest TTL, or set appendonly yes and appendfsync always"
+                if appendonly == "yes" {
+                    write!(f, "node {index} ({node}) has appendfsync {appendfsync}")?;
+                } else {
+                    write!(f, "node {index} ({node}) has appendonly {appendonly}")?;
+                }
+                f.write_str(
+                    ": a restart forgets recent locks; restart it only after the longest \
+                     TTL, or set appendonly yes and appendfsync always",
                 )?;
                 if *fencing {
                     f.write_str(

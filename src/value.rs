@@ -44,6 +44,38 @@ pub(crate) fn is_hold_id(value: &str) -> bool {
     value.starts_with(HOLD_ID_MARK)
 }
 
+/// Separates a plain value's random part from the holder label.
+pub(crate) const LABEL_MARK: char = '.';
+
+/// Longest holder label, in bytes.
+pub(crate) const MAX_LABEL: usize = 200;
+
+/// A fresh value carrying `label` after the random part, for
+/// [`Redlock::inspect`](crate::Redlock::inspect) to show.
+pub(crate) fn fresh_labelled(label: Option<&str>) -> String {
+    match label {
+        Some(label) => format!("{}{LABEL_MARK}{label}", fresh()),
+        None => fresh(),
+    }
+}
+
+/// The holder label in a stored plain value, if it carries one.
+pub(crate) fn label_of(value: &str) -> Option<&str> {
+    value.split_once(LABEL_MARK).map(|(_, label)| label)
+}
+
+/// Checks a holder label: not empty, at most [`MAX_LABEL`] bytes, no
+/// control characters.
+pub(crate) fn check_label(label: &str) -> Result<()> {
+    if label.is_empty() || label.len() > MAX_LABEL || label.chars().any(char::is_control) {
+        return Err(Error::Config(format!(
+            "holder label {label:?} is unusable: use 1 to {MAX_LABEL} bytes without control \
+             characters, e.g. \"host:pid\""
+        )));
+    }
+    Ok(())
+}
+
 /// Checks an owner identity: not empty.
 pub(crate) fn check_owner(owner: &str) -> Result<()> {
     if owner.is_empty() {
@@ -58,6 +90,18 @@ pub(crate) fn check_owner(owner: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_labelled_value_keeps_its_label_apart_from_the_random_part() {
+        let value = fresh_labelled(Some("web-3:4242"));
+        assert_eq!(label_of(&value), Some("web-3:4242"));
+        assert!(!is_hold_id(&value));
+        assert_eq!(label_of(&fresh()), None);
+        assert!(check_label("").is_err());
+        assert!(check_label("a\nb").is_err());
+        assert!(check_label(&"x".repeat(MAX_LABEL + 1)).is_err());
+        assert!(check_label("web-3:4242 nightly-export").is_ok());
+    }
 
     #[test]
     fn values_are_160_bit_hex_and_distinct() {

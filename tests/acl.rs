@@ -80,7 +80,14 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
     let cluster = common::cluster(3);
     user(
         &cluster,
-        &["core", "fencing", "reentrant", "notifications", "checks"],
+        &[
+            "core",
+            "fencing",
+            "reentrant",
+            "notifications",
+            "checks",
+            "inspect",
+        ],
     );
     let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
     redlock.check().await.expect("check as the documented user");
@@ -112,6 +119,8 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
         .await
         .expect("reentrant again");
     inner.extend(TTL).await.expect("reentrant extend");
+    let seen = redlock.inspect(&resource).await.expect("inspect");
+    assert!(seen.holder().is_some(), "{seen:?}");
     inner.release().await.expect("inner release");
     outer.release().await.expect("outer release");
     redlock.shutdown().await;

@@ -287,7 +287,13 @@ fn the_commands_exit_status_is_passed_on_and_the_lock_released_afterwards() {
     );
     let mut child = spawn(command);
     let value = first_line(&mut child);
-    assert_eq!(value.len(), 40, "lock value {value:?}");
+    // 40 hex digits, then the holder label (host:pid of `run`).
+    let random = value.split('.').next().unwrap_or_default();
+    assert_eq!(random.len(), 40, "lock value {value:?}");
+    assert!(
+        value.ends_with(&format!(":{}", child.id())),
+        "lock value {value:?}"
+    );
     let direct = nodes.direct_urls();
     assert!(holders(&direct, &key(&resource), &value) >= 3);
     finish(&mut child);
@@ -425,14 +431,19 @@ fn status_shows_the_holder_and_ttl_on_every_node_while_a_command_runs() {
     );
     let mut child = spawn(command);
     let value = first_line(&mut child);
+    // The holder is shown by its label (host:pid of `run`) and a short id,
+    // never by the value, which would let anyone release the lock.
+    let pid = child.id();
+    let id: String = value.chars().take(8).collect();
     let mut status = redquorum(&nodes.urls());
     status.args(["status", "--resource", &resource]);
     let (code, out, err) = output(status);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains(&format!("held by {value} on")), "{out}");
+    assert!(!out.contains(&value), "the lock value is shown: {out}");
+    assert!(out.contains(&format!(":{pid} (id {id}) on")), "{out}");
     let rows = out
         .lines()
-        .filter(|l| l.contains(&value) && l.contains(" yes "))
+        .filter(|l| l.contains(&id) && l.contains(" yes "))
         .count();
     assert!(rows >= 3, "{out}");
     assert!(out.contains("quorum 3"), "{out}");

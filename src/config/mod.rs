@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+mod operations;
 mod retry;
 mod validate;
 mod watchdog;
@@ -59,6 +60,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `max_hold` | none | the watchdog never extends past acquisition + this; at most [`MAX_TTL`] |
 /// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
+/// | `holder_label` | none | text stored with each lock, shown by [`Redlock::inspect`](crate::Redlock::inspect) |
 /// | `strict_checks` | `false` | no acquisition until [`Redlock::check`](crate::Redlock::check) has passed |
 ///
 /// # Examples
@@ -90,6 +92,7 @@ pub struct Config {
     watchdog: Policy,
     release_notifications: bool,
     strict_checks: bool,
+    holder_label: Option<String>,
 }
 
 impl Default for Config {
@@ -109,6 +112,7 @@ impl Default for Config {
             watchdog: Policy::default(),
             release_notifications: true,
             strict_checks: false,
+            holder_label: None,
         }
     }
 }
@@ -298,32 +302,5 @@ impl Config {
     /// ```
     pub fn release_notifications(&self) -> bool {
         self.release_notifications
-    }
-
-    /// When on, every acquisition first runs the start-up checks of
-    /// [`Redlock::check`](crate::Redlock::check) until they have passed
-    /// once, and fails with their [`Error::Misconfigured`](crate::Error::Misconfigured)
-    /// while they do not: a replica, a node with an evicting memory policy,
-    /// credentials or an ACL that do not fit, or two URLs of one server
-    /// never get to vote. Off by default: the checks then run in the
-    /// background on the first acquisition and only log what they find.
-    ///
-    /// ```
-    /// let config = redquorum::Config::default().with_strict_checks(true);
-    /// assert!(config.strict_checks());
-    /// ```
-    #[must_use = "a setter returns the changed config"]
-    pub fn with_strict_checks(mut self, on: bool) -> Self {
-        self.strict_checks = on;
-        self
-    }
-
-    /// Whether acquisitions wait for the start-up checks to pass.
-    ///
-    /// ```
-    /// assert!(!redquorum::Config::default().strict_checks());
-    /// ```
-    pub fn strict_checks(&self) -> bool {
-        self.strict_checks
     }
 }

@@ -70,6 +70,9 @@ impl Config {
             }
         }
         crate::keys::check_prefix(&self.key_prefix)?;
+        if let Some(label) = &self.holder_label {
+            crate::value::check_label(label)?;
+        }
         if self.acquire_timeout == Some(Duration::ZERO) {
             return Err(Error::Config(
                 "acquire timeout is zero: no attempt could start; use None or a positive duration"

@@ -109,7 +109,7 @@ async fn attempt(
 ) -> std::result::Result<Held, Failure> {
     let value: Arc<str> = match owner {
         Some(_) => value::hold_id().into(),
-        None => value::fresh().into(),
+        None => value::fresh_labelled(shared.config.holder_label()).into(),
     };
     let owner: Option<Arc<str>> = owner.map(Arc::from);
     let mut pending = ReleaseOnDrop::arm(shared, keys, &value);

@@ -62,7 +62,7 @@ pub(crate) async fn attempt(
         .cloned()
         .chain(resources.iter().map(|r| counter_key(prefix, r)))
         .collect();
-    let value: Arc<str> = value::fresh().into();
+    let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
     let start = Instant::now();
     let (mut round, answers) = quorum::fan_out_values(

@@ -104,6 +104,8 @@ pub(crate) struct Failure {
 /// Runs the start-up checks, logs the warnings, and fails on the problems
 /// (`Redlock::check`).
 pub(crate) async fn run_checks(shared: &Shared) -> Result<()> {
+    // The background check of the first acquisition would repeat this.
+    shared.checked.store(true, Ordering::Release);
     let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
     for problem in checks.iter().flat_map(|c| c.problems()) {
         if problem.is_warning() {

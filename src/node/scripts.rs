@@ -384,6 +384,7 @@ mod acl_docs {
             &["core", "reentrant"],
             &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],
         );
+        assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
         assert!(documented("notifications").contains(&"publish".to_owned()));
         for needed in ["evalsha", "script|load", "set"] {
             assert!(documented("core").contains(&needed.to_owned()), "{needed}");

@@ -245,6 +245,41 @@ impl Redlock {
         crate::check::report(&self.shared.nodes, self.shared.config.fencing()).await
     }
 
+    /// What every node holds for `resource` right now: per node, the
+    /// holder's label ([`Config::with_holder_label`](crate::Config::with_holder_label))
+    /// and a short id of its value, or a reentrant lock's owner and holds,
+    /// the TTL, and the fence counter; and the holder a quorum agrees on.
+    /// One read-only script per node; a node that cannot be read is shown
+    /// as [`NodeHold::Unknown`](crate::NodeHold::Unknown). The lock value
+    /// itself is never shown.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let seen = redlock.inspect("nightly-export").await?;
+    /// println!("holder: {:?}, last token: {:?}", seen.holder(), seen.counter());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty resource name.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn inspect(&self, resource: &str) -> Result<crate::Inspection> {
+        crate::keys::check_resources(&[resource])?;
+        let prefix = self.shared.config.key_prefix();
+        Ok(crate::inspect::inspect(
+            &self.shared.nodes,
+            self.shared.quorum,
+            resource,
+            crate::keys::lock_key(prefix, resource),
+            crate::keys::counter_key(prefix, resource),
+        )
+        .await)
+    }
+
     /// Waits until every release and clean-up this `Redlock` (and its
     /// clones) runs in the background has finished: the releases of guards
     /// dropped without [`LockGuard::release`](crate::LockGuard::release), of cancelled `lock()` calls,

@@ -114,6 +114,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub fencing: bool,
 
+    /// Who holds the lock, as `status` shows it (default: host:pid).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// After SIGTERM on lock loss, how long CMD's process group has before SIGKILL.
     #[arg(long, default_value = "5s", value_parser = duration::parse, value_name = "DURATION")]
     pub grace: Duration,

@@ -16,10 +16,16 @@ pub async fn check(redlock: &Redlock) -> Exit {
     let rows: Vec<Vec<String>> = checks
         .iter()
         .map(|c| {
-            let status = if c.problems().is_empty() {
+            // Warnings are listed under the table.
+            let texts: Vec<String> = c
+                .problems()
+                .iter()
+                .filter(|p| !p.is_warning())
+                .map(ToString::to_string)
+                .collect();
+            let status = if texts.is_empty() {
                 "ok".to_owned()
             } else {
-                let texts: Vec<String> = c.problems().iter().map(ToString::to_string).collect();
                 texts.join("; ")
             };
             vec![
@@ -39,13 +45,24 @@ pub async fn check(redlock: &Redlock) -> Exit {
         &["NODE", "REACHABLE", "ROLE", "EVICTION", "LATENCY", "STATUS"],
         &rows,
     );
-    let ok = checks.iter().filter(|c| c.problems().is_empty()).count();
+    for warning in checks
+        .iter()
+        .flat_map(|c| c.problems())
+        .filter(|p| p.is_warning())
+    {
+        println!("warning: {warning}");
+    }
+    // Warnings (replicas, persistence) leave a node usable.
+    let ok = checks
+        .iter()
+        .filter(|c| c.problems().iter().all(NodeProblem::is_warning))
+        .count();
     let misconfigured = checks
         .iter()
         .filter(|c| {
             c.problems()
                 .iter()
-                .any(|p| !matches!(p, NodeProblem::Unreachable { .. }))
+                .any(|p| !p.is_warning() && !matches!(p, NodeProblem::Unreachable { .. }))
         })
         .count();
     let unreachable = checks.len() - ok - misconfigured;

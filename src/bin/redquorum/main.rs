@@ -82,10 +82,7 @@ async fn dispatch(cli: Cli) -> Exit {
     match &cli.command {
         Command::Run(args) => run::run(&nodes, config, args).await,
         Command::Check => check::check(&redlock).await,
-        Command::Status(args) => {
-            let key = redlock.lock_key(&args.resource);
-            status::status(&nodes, redlock.quorum(), &key, cli.node_timeout).await
-        }
+        Command::Status(args) => status::status(&redlock, &args.resource).await,
     }
 }
 

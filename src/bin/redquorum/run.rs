@@ -192,13 +192,25 @@ enum End {
     LapsedWhileStopped,
 }
 
+/// `host:pid`, what `status` shows as the holder without `--label`.
+fn default_label() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}:{}", std::process::id())
+}
+
 /// Runs `redquorum run`.
 pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
     let mut config = config
         .with_fencing(args.fencing)
         .with_retry_delay(RETRY_DELAY)
         .with_retry_jitter(RETRY_JITTER)
-        .with_retry_count(u32::MAX);
+        .with_retry_count(u32::MAX)
+        .with_holder_label(args.label.clone().unwrap_or_else(default_label));
     if let Some(wait) = args.wait() {
         config = config.with_acquire_timeout(wait);
     }
