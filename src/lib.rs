@@ -167,6 +167,11 @@ mod watchdog;
 #[cfg_attr(docsrs, doc(cfg(feature = "testkit")))]
 pub mod testkit;
 
+/// The README's Rust examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
 pub use config::{
     Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX,
     DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL,
