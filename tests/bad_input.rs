@@ -328,7 +328,7 @@ async fn extending_with_a_bad_ttl_is_an_invalid_argument_and_keeps_the_lock() {
 }
 
 #[tokio::test]
-async fn a_replica_and_a_node_that_needs_a_password_are_failed_votes_with_the_server_text() {
+async fn a_replica_and_a_node_that_needs_a_password_are_misconfigured_votes_with_the_server_text() {
     let cluster = cluster(5);
     let direct = cluster.direct_urls();
     let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
@@ -371,7 +371,22 @@ async fn a_replica_and_a_node_that_needs_a_password_are_failed_votes_with_the_se
     let text2 = attempts.nodes()[2].outcome().to_string();
     assert!(text0.contains("read only replica"), "{text0}");
     assert!(text2.to_lowercase().contains("auth"), "{text2}");
-    assert!(attempts.is_unavailable(), "{attempts}");
+    // Waiting does not mend either: a misconfiguration, not an outage.
+    assert!(attempts.is_misconfigured(), "{attempts}");
+    assert!(!attempts.is_unavailable(), "{attempts}");
+    let kinds: Vec<_> = [0, 2]
+        .map(|i| match attempts.nodes()[i].outcome() {
+            redquorum::NodeOutcome::Failed(f) => f.kind().clone(),
+            other => panic!("{other:?}"),
+        })
+        .into();
+    assert_eq!(
+        kinds,
+        [
+            redquorum::FailureKind::ReadOnly,
+            redquorum::FailureKind::Auth
+        ]
+    );
 }
 
 fn redlock_with_quorum(urls: &[String], quorum: usize) -> Redlock {
