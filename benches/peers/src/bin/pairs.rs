@@ -1,0 +1,180 @@
+//! K acquire+release pairs of one library, for instruction counts under
+//! callgrind (see `scripts/instructions.sh`) and allocation counts.
+//!
+//! ```text
+//! pairs --lib ours|rslock|floor --tasks 1|64 --pairs K
+//! ```
+//!
+//! Starts five local `redis-server` processes (children: callgrind does not
+//! follow them, so only the client is counted), warms every connection
+//! with 50 pairs, then runs K pairs, sequentially (`--tasks 1`) or spread
+//! over 64 tasks, on a current-thread runtime. Prints one line:
+//! `lib=.. tasks=.. pairs=.. allocs=..` with the allocations made during
+//! the K pairs. Fixed costs (start-up, warm-up) cancel out when two runs
+//! with different K are subtracted: per pair = (I(K2) - I(K1)) / (K2 - K1).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redquorum::redis;
+use redquorum::redis::aio::ConnectionManager;
+use redquorum::testkit::LocalCluster;
+use redquorum::{Config, Redlock};
+use rslock::LockManager;
+
+/// Counts allocations, to report them per pair.
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const TTL: Duration = Duration::from_secs(10);
+
+/// The release script both the floor and the libraries run, in essence.
+const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/// A hand-written fan-out of the same commands on the same redis-rs
+/// connections: SET NX PX to all five, wait for all, then the release
+/// script to all five. No timeouts, no early quorum, no clean-up: the
+/// least any Redlock client can spend.
+struct Floor {
+    conns: Vec<ConnectionManager>,
+    release: redis::Script,
+}
+
+impl Floor {
+    async fn new(urls: &[String]) -> Floor {
+        let mut conns = Vec::new();
+        for url in urls {
+            let client = redis::Client::open(url.as_str()).expect("client");
+            conns.push(ConnectionManager::new(client).await.expect("connect"));
+        }
+        Floor {
+            conns,
+            release: redis::Script::new(RELEASE),
+        }
+    }
+
+    async fn pair(&self, resource: &str, value: &str) {
+        let mut set = redis::cmd("SET");
+        set.arg(resource).arg(value).arg("NX").arg("PX").arg(10_000);
+        let set = &set;
+        let granted = futures::future::join_all(self.conns.iter().map(|c| {
+            let mut c = c.clone();
+            async move { set.query_async::<Option<String>>(&mut c).await }
+        }))
+        .await;
+        assert!(granted.iter().filter(|g| matches!(g, Ok(Some(_)))).count() >= 3);
+        let mut invocation = self.release.key(resource);
+        invocation.arg(value);
+        let invocation = &invocation;
+        futures::future::join_all(self.conns.iter().map(|c| {
+            let mut c = c.clone();
+            async move { invocation.invoke_async::<i64>(&mut c).await }
+        }))
+        .await;
+    }
+}
+
+enum Lib {
+    Ours(Redlock),
+    Peer(LockManager),
+    Floor(Floor),
+}
+
+impl Lib {
+    async fn pair(&self, resource: &str) {
+        match self {
+            Lib::Ours(r) => {
+                let guard = r.try_lock(resource, TTL).await.expect("redquorum try_lock");
+                guard.release().await.expect("redquorum release");
+            }
+            Lib::Peer(m) => {
+                let lock = m.lock(resource, TTL).await.expect("rslock lock");
+                m.unlock(&lock).await;
+            }
+            Lib::Floor(f) => f.pair(resource, "floor-value-0123456789abcdef0123456789").await,
+        }
+    }
+}
+
+fn main() {
+    let (mut lib, mut tasks, mut pairs) = (String::from("ours"), 1usize, 1000u64);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_default();
+        match arg.as_str() {
+            "--lib" => lib = value,
+            "--tasks" => tasks = value.parse().expect("--tasks N"),
+            "--pairs" => pairs = value.parse().expect("--pairs K"),
+            other => panic!("unknown argument {other}; use --lib L --tasks N --pairs K"),
+        }
+    }
+    let cluster = LocalCluster::start(5).expect("start local redis-server nodes");
+    let urls = cluster.direct_urls();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let lib = Arc::new(match lib.as_str() {
+            "ours" => {
+                let config = Config::default().with_node_timeout(Duration::from_secs(2));
+                Lib::Ours(Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"))
+            }
+            "rslock" => Lib::Peer(LockManager::new(urls.clone())),
+            "floor" => Lib::Floor(Floor::new(&urls).await),
+            other => panic!("--lib ours|rslock|floor, not {other}"),
+        });
+        for i in 0..50 {
+            lib.pair(&format!("warm:{i}")).await;
+        }
+        let before = ALLOCS.load(Ordering::Relaxed);
+        let per_task = pairs / tasks as u64;
+        let mut handles = Vec::new();
+        for t in 0..tasks {
+            let lib = Arc::clone(&lib);
+            handles.push(tokio::spawn(async move {
+                for i in 0..per_task {
+                    lib.pair(&format!("pairs:{t}:{i}")).await;
+                }
+            }));
+        }
+        for h in handles {
+            h.await.expect("task");
+        }
+        let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+        let name = match &*lib {
+            Lib::Ours(r) => {
+                r.shutdown().await;
+                "ours"
+            }
+            Lib::Peer(_) => "rslock",
+            Lib::Floor(_) => "floor",
+        };
+        let done = per_task * tasks as u64;
+        println!(
+            "lib={name} tasks={tasks} pairs={done} allocs={allocs} allocs_per_pair={:.1}",
+            allocs as f64 / done as f64
+        );
+    });
+    drop(cluster);
+}
