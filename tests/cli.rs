@@ -44,7 +44,10 @@ fn redquorum_with_timeout(urls: &[String], node_timeout: &str) -> Command {
 /// The binary with none of the variables it reads set: no nodes yet.
 fn bare() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
-    command.env_remove("REDLOCK_NODES");
+    command
+        .env_remove("REDLOCK_NODES")
+        .env_remove("REDLOCK_NODES_FILE")
+        .env_remove("REDQUORUM_PASSWORD");
     command
 }
 
@@ -1095,6 +1098,7 @@ fn bad_wait_and_conflict_codes_are_usage_errors() {
         (&["--wait", "never"][..], "forever"),
         (&["--wait", "30"], "has no unit"),
         (&["--conflict-exit-code", "256"], "256"),
+        (&["--nodes-file", "/x", "--no-wait"], "--nodes-file"),
     ] {
         let (code, _, err) = run_to_end(&nowhere, "r", flags, &["true"]);
         assert_eq!(code, Some(EX_USAGE), "{flags:?}: {err}");
@@ -1346,6 +1350,176 @@ fn status_json_gives_the_holder_ttl_and_counter_and_69_when_too_few_answer() {
 }
 
 #[test]
+fn a_nodes_file_skips_comments_and_blank_lines_and_takes_the_place_of_the_list() {
+    let nodes = cluster(3);
+    let urls = nodes.urls();
+    let file = Marker::new("nodes");
+    file.write(
+        &format!(
+            "# lock nodes\n\n{}\n   {}   # rack 2\n\t\n# redis://127.0.0.1:1/ is retired\n{}\n",
+            urls[0], urls[1], urls[2]
+        ),
+        0o600,
+    );
+    let check = |setup: &dyn Fn(&mut Command)| {
+        let mut command = bare();
+        command.args(["--node-timeout", "1s"]);
+        setup(&mut command);
+        command.arg("check");
+        output(command)
+    };
+    let (code, out, err) = check(&|c| {
+        c.args(["--nodes-file", file.path()]);
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 nodes, quorum 2: 3 ok"), "{out}");
+    // From the environment, and the flag over REDLOCK_NODES.
+    let (code, out, err) = check(&|c| {
+        c.env("REDLOCK_NODES_FILE", file.path());
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = check(&|c| {
+        c.env("REDLOCK_NODES", "redis://127.0.0.1:1/")
+            .args(["--nodes-file", file.path()]);
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 nodes, quorum 2"), "{out}");
+    // Both variables: which one was meant?
+    let (code, _, err) = check(&|c| {
+        c.env("REDLOCK_NODES_FILE", file.path())
+            .env("REDLOCK_NODES", urls.join(","));
+    });
+    assert_eq!(code, Some(EX_USAGE), "{err}");
+    assert!(err.contains("unset one"), "{err}");
+
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", "/nonexistent/redquorum-nodes"]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(
+        err.contains("cannot read the nodes file /nonexistent/redquorum-nodes"),
+        "{err}"
+    );
+
+    let bad = Marker::new("bad-nodes");
+    bad.write(
+        &format!("{}\nredis://:s3cret@a:6379 redis://b:6379\n", urls[0]),
+        0o600,
+    );
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", bad.path()]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("line 2 has more than one word"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+
+    bad.write("# nothing yet\n\n", 0o600);
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", bad.path()]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("lists no node URL"), "{err}");
+}
+
+/// The command line of process `pid`, its arguments joined by spaces.
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+#[test]
+fn passwords_come_from_redquorum_password_or_a_private_file_never_the_command_line() {
+    let password = "p@ss:w/rd #%\"";
+    let encoded = "p%40ss%3Aw%2Frd%20%23%25%22";
+    let nodes = cluster(3);
+    for i in 0..3 {
+        require_password(&nodes, i, password);
+    }
+    let resource = unique("cli-password");
+    let with_password = |secret: &str| {
+        let mut command = redquorum(&nodes.urls());
+        command.env("REDQUORUM_PASSWORD", secret);
+        command
+    };
+
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_CONFIG), "without the password: {out}{err}");
+
+    let mut check = with_password(password);
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    let mut wrong = with_password("not-it");
+    wrong.arg("check");
+    let (code, out, err) = output(wrong);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    assert!(out.contains("authentication failed"), "{out}");
+    assert!(
+        !out.contains("not-it") && !err.contains("not-it"),
+        "{out}{err}"
+    );
+
+    // The command does not get the password; ps does not show it.
+    let mut run = with_password(password);
+    run_args(
+        &mut run,
+        &resource,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo \"${REDQUORUM_PASSWORD-unset}\"; read x; exit 0",
+        ],
+    );
+    let mut child = spawn(run);
+    assert_eq!(first_line(&mut child), "unset", "{}", stderr(&mut child));
+    let shown = cmdline(child.id());
+    assert!(shown.contains("run --resource"), "{shown}");
+    assert!(!shown.contains("w/rd"), "{shown}");
+    let mut status = with_password(password);
+    status.args(["status", "--resource", &resource]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("held by"), "{out}");
+    finish(&mut child);
+    let ended = wait(&mut child, HANG);
+    let err = stderr(&mut child);
+    assert_eq!(ended.code(), Some(0), "{err}");
+    assert!(!err.contains("w/rd"), "{err}");
+
+    // In a nodes file: a warning while others may read it.
+    let file = Marker::new("secret-nodes");
+    let listed: Vec<String> = nodes
+        .urls()
+        .iter()
+        .map(|u| u.replace("redis://", &format!("redis://:{encoded}@")))
+        .collect();
+    file.write(&(listed.join("\n") + "\n"), 0o644);
+    let check_file = || {
+        let mut command = bare();
+        command.args(["--node-timeout", "1s", "--nodes-file", file.path(), "check"]);
+        output(command)
+    };
+    let (code, out, err) = check_file();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("holds passwords and every user can read it"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(encoded) && !out.contains(encoded),
+        "{out}{err}"
+    );
+    file.write(&(listed.join("\n") + "\n"), 0o600);
+    let (code, out, err) = check_file();
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+}
+
+#[test]
 fn every_subcommands_help_lists_its_exit_codes() {
     for (sub, codes) in [
         (
@@ -1384,7 +1558,12 @@ fn every_subcommands_help_lists_its_exit_codes() {
     let mut help = bare();
     help.args(["run", "--help"]);
     let (_, out, _) = output(help);
-    for flag in ["--conflict-exit-code", "--quiet", "forever"] {
+    for flag in [
+        "--conflict-exit-code",
+        "--quiet",
+        "forever",
+        "REDQUORUM_PASSWORD",
+    ] {
         assert!(out.contains(flag), "{flag}: {out}");
     }
 }

@@ -1,6 +1,7 @@
 //! The command line: global options, subcommands, their flags.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -12,16 +13,20 @@ use crate::{EX_TEMPFAIL, duration, help};
 #[derive(Debug, Parser)]
 #[command(name = "redquorum", version, after_help = help::TOP)]
 pub struct Cli {
-    /// Redis masters, comma-separated URLs (redis://[user[:password]@]host:port[/db]).
+    /// Redis masters, comma-separated URLs (redis://[user[:password]@]host:port[/db]);
+    /// else from --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES.
     #[arg(
         long,
-        env = "REDLOCK_NODES",
-        hide_env_values = true,
         value_delimiter = ',',
         global = true,
-        value_name = "URLS"
+        value_name = "URLS",
+        conflicts_with = "nodes_file"
     )]
     pub nodes: Vec<String>,
+
+    /// A file of node URLs, one a line (# comments, blank lines skipped).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub nodes_file: Option<PathBuf>,
 
     /// Limit on one call to one node, connection included.
     #[arg(long, default_value = "100ms", value_parser = duration::parse, global = true, value_name = "DURATION")]
@@ -283,8 +288,21 @@ mod tests {
     }
 
     #[test]
-    fn check_and_status_take_json() {
-        let cli = Cli::try_parse_from(["redquorum", "check", "--json"]).unwrap();
+    fn nodes_and_a_nodes_file_cannot_be_combined() {
+        let err = Cli::try_parse_from([
+            "redquorum",
+            "--nodes",
+            "redis://a",
+            "--nodes-file",
+            "/etc/nodes",
+            "check",
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let cli =
+            Cli::try_parse_from(["redquorum", "check", "--nodes-file", "/etc/nodes", "--json"])
+                .unwrap();
+        assert_eq!(cli.nodes_file, Some(PathBuf::from("/etc/nodes")));
         assert!(matches!(
             cli.command,
             Command::Check(CheckArgs { json: true })

@@ -3,10 +3,17 @@
 
 /// After the top-level `--help`.
 pub const TOP: &str = "\
+Nodes come from --nodes, --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES
+(in that order; the two variables together are an error). A nodes file has
+one URL a line; blank lines and # comments are skipped. REDQUORUM_PASSWORD,
+when set, is the password of every node URL that has none of its own, so
+that neither ps nor a cron line shows it. redquorum never prints a password
+or a lock value.
+
 Examples:
   # Run a nightly job on at most one host of the fleet; skip it quietly
   # (exit 0) if another host has it, fail loudly if the nodes are down:
-  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+  export REDLOCK_NODES_FILE=/etc/redquorum/nodes
   redquorum run --resource nightly-export --no-wait --quiet --conflict-exit-code 0 -- /usr/local/bin/export --full
 
   # Wait up to 2 minutes for the lock, hold it with a 30 s TTL kept alive while the job runs:
@@ -27,6 +34,7 @@ CMD gets these environment variables:
   REDQUORUM_LOCK_VALUE     the random value marking this holder on the nodes
   REDQUORUM_VALID_MS       validity left when CMD started, in milliseconds
   REDQUORUM_FENCING_TOKEN  the fencing token (with --fencing)
+REDQUORUM_PASSWORD is removed from CMD's environment.
 
 If the lock is lost while CMD runs, CMD's process group gets SIGTERM; when
 --grace is over, the whole group gets SIGKILL if any process of it is left,
@@ -50,7 +58,7 @@ Exit codes:
              --quiet keeps this case silent
   69         nodes unavailable (EX_UNAVAILABLE): too few answered in time
              for a quorum; always reported on stderr
-  78         bad configuration, or misconfigured nodes
+  78         bad configuration or nodes file, or misconfigured nodes
              (credentials, ACL, a replica, TLS) leave no quorum (EX_CONFIG)
   79         the lock was lost while CMD ran
   64         bad usage (EX_USAGE)
@@ -77,7 +85,7 @@ Exit codes:
       (EX_UNAVAILABLE)
   78  a node is misconfigured (a replica, refused credentials, eviction,
       ACL, TLS, Redis Cluster, the same server twice), even if a quorum is
-      fine; or bad configuration (EX_CONFIG)
+      fine; or bad configuration or nodes file (EX_CONFIG)
   64  bad usage (EX_USAGE)";
 
 /// After `status --help`.
@@ -93,5 +101,5 @@ Exit codes:
   0   a quorum of nodes answered, whether the lock is held or free
   69  too few nodes answered to tell (EX_UNAVAILABLE)
   78  misconfigured nodes (credentials, ACL, TLS) leave too few answers to
-      tell; or bad configuration (EX_CONFIG)
+      tell; or bad configuration or nodes file (EX_CONFIG)
   64  bad usage (EX_USAGE)";

@@ -9,6 +9,7 @@ mod duration;
 mod group;
 mod help;
 mod json;
+mod nodes;
 mod run;
 mod signals;
 mod status;
@@ -66,18 +67,10 @@ impl Exit {
 }
 
 async fn dispatch(cli: Cli) -> Exit {
-    let nodes: Vec<String> = cli
-        .nodes
-        .iter()
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
-        .collect();
-    if nodes.is_empty() {
-        return Exit::error(
-            EX_USAGE,
-            "no nodes: pass --nodes redis://host:port,... or set REDLOCK_NODES".to_owned(),
-        );
-    }
+    let nodes = match nodes::resolve(&cli.nodes, cli.nodes_file.as_deref(), &nodes::Env::read()) {
+        Ok(nodes) => nodes,
+        Err(exit) => return exit,
+    };
     let config = Config::default()
         .with_node_timeout(cli.node_timeout)
         .with_key_prefix(&cli.key_prefix);

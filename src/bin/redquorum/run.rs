@@ -11,6 +11,7 @@ use tokio::process::{Child, Command};
 use crate::acquire::{self, acquire};
 use crate::args::RunArgs;
 use crate::group::{self, Group};
+use crate::nodes::PASSWORD_VAR;
 use crate::signals::{Received, Signals, stop_self};
 use crate::{EX_SOFTWARE, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND};
 
@@ -33,6 +34,7 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Exit> {
     let mut command = Command::new(program);
     command
         .args(rest)
+        .env_remove(PASSWORD_VAR)
         .env("REDQUORUM_RESOURCE", &args.resource)
         .env("REDQUORUM_LOCK_VALUE", guard.value())
         .env(
