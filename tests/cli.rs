@@ -1567,3 +1567,128 @@ fn every_subcommands_help_lists_its_exit_codes() {
         assert!(out.contains(flag), "{flag}: {out}");
     }
 }
+
+/// The README's cron recipe: its variables and its job's command (the
+/// line without the five time fields).
+fn readme_cron() -> (Vec<(String, String)>, String) {
+    let readme = include_str!("../README.md");
+    let Some((_, block)) = readme.split_once("```cron\n") else {
+        panic!("README.md has no cron block");
+    };
+    let block = block.split("```").next().unwrap_or_default();
+    let mut vars = Vec::new();
+    let mut jobs = Vec::new();
+    for line in block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        match line.split_once('=') {
+            Some((name, value)) if name.chars().all(|c| c.is_ascii_uppercase() || c == '_') => {
+                vars.push((name.to_owned(), value.to_owned()));
+            }
+            _ => {
+                let mut rest = line;
+                for _ in 0..5 {
+                    rest = rest.trim_start();
+                    rest = &rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..];
+                }
+                jobs.push(rest.trim().to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        jobs.len(),
+        1,
+        "one job line in the README's cron block: {block}"
+    );
+    (vars, jobs.remove(0))
+}
+
+#[test]
+fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
+    let (vars, job) = readme_cron();
+    let nodes = cluster(5);
+    let file = Marker::new("cron-nodes");
+    file.write(&(nodes.urls().join("\n") + "\n"), 0o600);
+    let ran = Marker::new("cron-ran");
+    let go = Marker::new("cron-go");
+    // The job records that it ran, then holds the lock until the test says.
+    let stand_in = format!(
+        "sh -c 'echo ran >> {}; i=0; while [ ! -e {} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done'",
+        ran.path(),
+        go.path()
+    );
+    assert!(job.starts_with("redquorum "), "{job}");
+    assert!(job.contains("/usr/local/bin/export --full"), "{job}");
+    // A node timeout that tolerates a loaded test machine.
+    let line = job
+        .replacen(
+            "redquorum ",
+            &format!("'{}' --node-timeout 1s ", env!("CARGO_BIN_EXE_redquorum")),
+            1,
+        )
+        .replace("/usr/local/bin/export --full", &stand_in);
+    // As cron runs it: sh -c, a bare environment plus the recipe's variables.
+    let cron = || {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&line)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        for (name, value) in &vars {
+            match name.as_str() {
+                "REDLOCK_NODES_FILE" => command.env(name, file.path()),
+                "REDLOCK_NODES" => command.env(name, nodes.urls().join(",")),
+                "MAILTO" => command.env(name, value),
+                other => panic!("the cron recipe sets {other}, which this test does not know"),
+            };
+        }
+        spawn(command)
+    };
+
+    // Two hosts start the job: one runs it, the other says nothing (no mail) and exits 0.
+    let mut hosts = [cron(), cron()];
+    let give_up = Instant::now() + HANG;
+    let (loser, status) = loop {
+        let done = hosts
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
+        if let Some(found) = done {
+            break found;
+        }
+        assert!(Instant::now() < give_up, "neither host's job ended");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut loser_out = String::new();
+    if let Some(mut out) = hosts[loser].stdout.take() {
+        let _ = out.read_to_string(&mut loser_out);
+    }
+    let loser_err = stderr(&mut hosts[loser]);
+    assert_eq!(status.code(), Some(0), "{loser_err}");
+    assert_eq!(
+        (loser_out.as_str(), loser_err.as_str()),
+        ("", ""),
+        "a lost race would be mailed"
+    );
+    go.write("", 0o600);
+    let winner = &mut hosts[1 - loser];
+    let status = wait(winner, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(winner));
+    assert_eq!(ran.read(), "ran\n", "the job must run exactly once");
+
+    // 3 of 5 nodes down: the job cannot run, and cron must mail why.
+    for i in 0..3 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let mut host = cron();
+    let status = wait(&mut host, HANG);
+    let err = stderr(&mut host);
+    assert_eq!(status.code(), Some(EX_UNAVAILABLE), "{err}");
+    assert!(err.contains("nodes unavailable"), "{err}");
+    assert_eq!(ran.read(), "ran\n", "the job ran without a quorum");
+}
