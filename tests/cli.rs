@@ -746,6 +746,38 @@ fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
     assert!(out.contains("held by owner job-17"), "{out}");
     assert!(!out.contains("unreachable"), "{out}");
 
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource, "--json"]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "held", "{v}");
+    let holder = &v["holder"];
+    assert_eq!(
+        (
+            &holder["kind"],
+            &holder["owner"],
+            &holder["holds"],
+            &holder["nodes"]
+        ),
+        (
+            &Value::from("reentrant"),
+            &Value::from("job-17"),
+            &Value::from(2),
+            &Value::from(5)
+        ),
+        "{v}"
+    );
+    assert!(holder["label"].is_null() && holder["id"].is_null(), "{v}");
+    for node in v["nodes"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(
+            (&node["state"], &node["holds"]),
+            (&Value::from("reentrant"), &Value::from(2)),
+            "{node}"
+        );
+        assert!(node["ttl_ms"].as_u64().is_some_and(|t| t > 0), "{node}");
+    }
+
     runtime.block_on(async {
         for hold in holds {
             if let Err(e) = hold.release().await {
@@ -1691,4 +1723,45 @@ fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
     assert_eq!(status.code(), Some(EX_UNAVAILABLE), "{err}");
     assert!(err.contains("nodes unavailable"), "{err}");
     assert_eq!(ran.read(), "ran\n", "the job ran without a quorum");
+}
+
+#[test]
+fn status_json_tells_a_partial_hold_and_a_foreign_key_apart() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-partial");
+    common::set(
+        &nodes.direct_url(0),
+        &key(&resource),
+        "0123456789abcdef0123456789abcdef01234567.stale-host:1",
+        Duration::from_secs(30),
+    );
+    let pushed = common::query::<()>(
+        &nodes.direct_url(1),
+        redis::cmd("RPUSH").arg(key(&resource)).arg("x"),
+    );
+    assert!(pushed.is_ok(), "{pushed:?}");
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource, "--json"]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "partial", "{v}");
+    assert!(v["holder"].is_null(), "{v}");
+    let first = &v["nodes"][0];
+    assert_eq!(
+        (&first["state"], &first["label"], &first["id"]),
+        (
+            &Value::from("held"),
+            &Value::from("stale-host:1"),
+            &Value::from("01234567")
+        ),
+        "{first}"
+    );
+    let second = &v["nodes"][1];
+    assert_eq!(
+        (&second["state"], &second["key_type"]),
+        (&Value::from("foreign"), &Value::from("list")),
+        "{second}"
+    );
+    assert_eq!(v["nodes"][2]["state"], "free", "{v}");
 }
