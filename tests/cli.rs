@@ -9,6 +9,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{cluster, get, holders, key, unique};
+use redquorum::testkit::LocalCluster;
+use serde_json::Value;
 
 /// Exit code of `run` when the lock is lost while the command runs.
 const LOCK_LOST: i32 = 79;
@@ -17,6 +19,8 @@ const EX_TEMPFAIL: i32 = 75;
 const EX_USAGE: i32 = 64;
 const EX_UNAVAILABLE: i32 = 69;
 const EX_CONFIG: i32 = 78;
+/// `check`: degraded but usable.
+const DEGRADED: i32 = 80;
 
 /// Generous upper bound that only catches hangs.
 const HANG: Duration = Duration::from_secs(20);
@@ -28,13 +32,22 @@ fn redquorum(urls: &[String]) -> Command {
 }
 
 fn redquorum_with_timeout(urls: &[String], node_timeout: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    let mut command = bare();
     command
-        .env_remove("REDLOCK_NODES")
         .arg("--nodes")
         .arg(urls.join(","))
         .arg("--node-timeout")
         .arg(node_timeout);
+    command
+}
+
+/// The binary with none of the variables it reads set: no nodes yet.
+fn bare() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    command
+        .env_remove("REDLOCK_NODES")
+        .env_remove("REDLOCK_NODES_FILE")
+        .env_remove("REDQUORUM_PASSWORD");
     command
 }
 
@@ -122,6 +135,20 @@ impl Marker {
 
     fn read(&self) -> String {
         std::fs::read_to_string(&self.0).unwrap_or_default()
+    }
+
+    fn exists(&self) -> bool {
+        self.0.exists()
+    }
+
+    /// Writes `text` to the file, with permission bits `mode`.
+    fn write(&self, text: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(e) = std::fs::write(&self.0, text) {
+            panic!("write {}: {e}", self.path());
+        }
+        let set = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(mode));
+        assert!(set.is_ok(), "chmod {}: {set:?}", self.path());
     }
 }
 
@@ -287,11 +314,12 @@ fn the_commands_exit_status_is_passed_on_and_the_lock_released_afterwards() {
     );
     let mut child = spawn(command);
     let value = first_line(&mut child);
-    // 40 hex digits, then the holder label (host:pid of `run`).
+    // 40 hex digits, then the holder label (host:pid of `run` and the
+    // command's name).
     let random = value.split('.').next().unwrap_or_default();
     assert_eq!(random.len(), 40, "lock value {value:?}");
     assert!(
-        value.ends_with(&format!(":{}", child.id())),
+        value.ends_with(&format!(":{} sh", child.id())),
         "lock value {value:?}"
     );
     let direct = nodes.direct_urls();
@@ -403,19 +431,25 @@ fn sigint_to_redquorum_is_passed_on_to_the_command_and_the_lock_released() {
 }
 
 #[test]
-fn a_run_is_turned_away_with_75_when_a_majority_of_nodes_is_down() {
+fn a_run_exits_69_and_says_so_even_when_quiet_when_a_majority_of_nodes_is_down() {
     let nodes = cluster(5);
     for i in 0..3 {
         if let Err(e) = nodes.kill(i) {
             panic!("kill node {i}: {e}");
         }
     }
-    let mut command = redquorum(&nodes.urls());
-    run_args(&mut command, &unique("cli-down"), &["--no-wait"], &["true"]);
-    let (code, _, err) = output(command);
-    assert_eq!(code, Some(EX_TEMPFAIL), "{err}");
-    assert!(err.contains("nodes unavailable"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    for flags in [
+        &["--no-wait"][..],
+        &["--no-wait", "--quiet", "--conflict-exit-code", "0"],
+        &["--wait", "1s", "--quiet"],
+    ] {
+        let mut command = redquorum(&nodes.urls());
+        run_args(&mut command, &unique("cli-down"), flags, &["true"]);
+        let (code, _, err) = output(command);
+        assert_eq!(code, Some(EX_UNAVAILABLE), "{flags:?}: {err}");
+        assert!(err.contains("nodes unavailable"), "{flags:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flags:?}: {err}");
+    }
 }
 
 #[test]
@@ -440,7 +474,7 @@ fn status_shows_the_holder_and_ttl_on_every_node_while_a_command_runs() {
     let (code, out, err) = output(status);
     assert_eq!(code, Some(0), "{err}");
     assert!(!out.contains(&value), "the lock value is shown: {out}");
-    assert!(out.contains(&format!(":{pid} (id {id}) on")), "{out}");
+    assert!(out.contains(&format!(":{pid} sh (id {id}) on")), "{out}");
     let rows = out
         .lines()
         .filter(|l| l.contains(&id) && l.contains(" yes "))
@@ -498,7 +532,7 @@ fn check_flags_a_replica_and_a_wrong_password_and_exits_78() {
 }
 
 #[test]
-fn check_passes_on_healthy_nodes_and_reports_a_dead_one_as_unreachable() {
+fn check_exits_0_when_healthy_80_with_a_minority_down_and_69_without_a_quorum() {
     let nodes = cluster(3);
     let mut check = redquorum(&nodes.urls());
     check.arg("check");
@@ -513,13 +547,25 @@ fn check_passes_on_healthy_nodes_and_reports_a_dead_one_as_unreachable() {
     let mut check = redquorum(&nodes.urls());
     check.arg("check");
     let (code, out, err) = output(check);
-    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    assert_eq!(code, Some(DEGRADED), "{out}{err}");
     let dead = out.lines().nth(3).unwrap_or_default();
     assert!(
         dead.contains(" no ") && dead.contains("unreachable"),
         "{out}"
     );
     assert!(out.contains("locks can be acquired"), "{out}");
+
+    if let Err(e) = nodes.kill(1) {
+        panic!("kill: {e}");
+    }
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    assert!(
+        out.contains("2 unreachable; locks CANNOT be acquired"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -535,8 +581,8 @@ fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
         "{err}"
     );
 
-    let mut no_nodes = Command::new(env!("CARGO_BIN_EXE_redquorum"));
-    no_nodes.env_remove("REDLOCK_NODES").arg("check");
+    let mut no_nodes = bare();
+    no_nodes.arg("check");
     let (code, _, err) = output(no_nodes);
     assert_eq!(code, Some(EX_USAGE), "{err}");
     assert!(err.contains("REDLOCK_NODES"), "{err}");
@@ -560,7 +606,7 @@ fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
 #[test]
 fn nodes_come_from_redlock_nodes_when_no_flag_is_given() {
     let nodes = cluster(3);
-    let mut check = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    let mut check = bare();
     check
         .env("REDLOCK_NODES", nodes.urls().join(","))
         .args(["--node-timeout", "1s", "check"]);
@@ -699,6 +745,38 @@ fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
     assert_eq!(rows, 5, "{out}");
     assert!(out.contains("held by owner job-17"), "{out}");
     assert!(!out.contains("unreachable"), "{out}");
+
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource, "--json"]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "held", "{v}");
+    let holder = &v["holder"];
+    assert_eq!(
+        (
+            &holder["kind"],
+            &holder["owner"],
+            &holder["holds"],
+            &holder["nodes"]
+        ),
+        (
+            &Value::from("reentrant"),
+            &Value::from("job-17"),
+            &Value::from(2),
+            &Value::from(5)
+        ),
+        "{v}"
+    );
+    assert!(holder["label"].is_null() && holder["id"].is_null(), "{v}");
+    for node in v["nodes"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(
+            (&node["state"], &node["holds"]),
+            (&Value::from("reentrant"), &Value::from(2)),
+            "{node}"
+        );
+        assert!(node["ttl_ms"].as_u64().is_some_and(|t| t > 0), "{node}");
+    }
 
     runtime.block_on(async {
         for hold in holds {
@@ -883,4 +961,807 @@ fn sigtstp_while_waiting_for_the_lock_stops_redquorum_until_sigcont() {
     let status = wait(&mut waiter, HANG);
     assert_eq!(status.code(), Some(0), "{}", stderr(&mut waiter));
     assert_eq!(first_line(&mut waiter), "ran");
+}
+
+/// Parses one JSON document printed on stdout.
+fn json(out: &str) -> Value {
+    match serde_json::from_str(out.trim()) {
+        Ok(v) => v,
+        Err(e) => panic!("not JSON ({e}): {out}"),
+    }
+}
+
+/// Node `i` then requires `password` of every client.
+fn require_password(nodes: &LocalCluster, i: usize, password: &str) {
+    let set = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(password)
+        .query::<()>(&mut nodes.connection(i).unwrap());
+    assert!(set.is_ok(), "{set:?}");
+}
+
+/// Runs `redquorum run` on `urls` to completion.
+fn run_to_end(
+    urls: &[String],
+    resource: &str,
+    flags: &[&str],
+    cmd: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut command = redquorum(urls);
+    run_args(&mut command, resource, flags, cmd);
+    output(command)
+}
+
+#[test]
+fn a_lost_race_exits_75_naming_the_holder_or_quietly_with_the_conflict_exit_code() {
+    let nodes = cluster(3);
+    let resource = unique("cli-conflict");
+    let mut holder = redquorum(&nodes.urls());
+    run_args(
+        &mut holder,
+        &resource,
+        &["--label", "nightly on web-3"],
+        &["sh", "-c", "echo up; read x; exit 0"],
+    );
+    let mut holder = spawn(holder);
+    assert_eq!(first_line(&mut holder), "up", "{}", stderr(&mut holder));
+    let ran = Marker::new("conflict-ran");
+    let job = format!("touch {}", ran.path());
+    let attempt = |flags: &[&str]| run_to_end(&nodes.urls(), &resource, flags, &["sh", "-c", &job]);
+
+    let (code, out, err) = attempt(&["--no-wait"]);
+    assert_eq!(code, Some(EX_TEMPFAIL), "{err}");
+    assert!(
+        err.contains("held by another owner (nightly on web-3 (id "),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(out, "");
+
+    let (code, out, err) = attempt(&["--no-wait", "--quiet"]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (Some(EX_TEMPFAIL), "", "")
+    );
+
+    // flock's habits: -n, -E; a lost race can be a silent success.
+    let (code, out, err) = attempt(&["-n", "-q", "-E", "0"]);
+    assert_eq!((code, out.as_str(), err.as_str()), (Some(0), "", ""));
+
+    // A wait that runs out while the lock is still taken is a conflict too.
+    let (code, _, err) = attempt(&["--wait", "300ms", "--conflict-exit-code", "3"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("held by another owner"), "{err}");
+
+    assert!(!ran.exists(), "a run that lost the race ran the command");
+    finish(&mut holder);
+    assert_eq!(wait(&mut holder, HANG).code(), Some(0));
+}
+
+#[test]
+fn wait_forever_takes_the_lock_once_the_holder_releases_it() {
+    let nodes = cluster(3);
+    let resource = unique("cli-forever");
+    let done = Marker::new("forever-first-done");
+    let first_script = format!("echo started; read x; touch {}", done.path());
+    let mut first = redquorum(&nodes.urls());
+    run_args(&mut first, &resource, &[], &["sh", "-c", &first_script]);
+    let mut first = spawn(first);
+    assert_eq!(first_line(&mut first), "started");
+
+    let second_script = format!("test -e {}", done.path());
+    let mut second = redquorum(&nodes.urls());
+    run_args(
+        &mut second,
+        &resource,
+        &["--wait", "forever"],
+        &["sh", "-c", &second_script],
+    );
+    let mut second = spawn(second);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        matches!(second.try_wait(), Ok(None)),
+        "the waiter gave up: {}",
+        stderr(&mut second)
+    );
+    finish(&mut first);
+    assert_eq!(wait(&mut first, HANG).code(), Some(0));
+    let status = wait(&mut second, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&mut second));
+}
+
+#[test]
+fn misconfigured_nodes_exit_78_at_once_even_with_wait_forever() {
+    let nodes = cluster(3);
+    for i in 1..3 {
+        require_password(&nodes, i, "s3cret");
+    }
+    let (code, _, err) = run_to_end(
+        &nodes.urls(),
+        &unique("cli-misconfigured"),
+        &["--wait", "forever"],
+        &["true"],
+    );
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("misconfigured nodes"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", "r", "--json"]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    assert!(
+        err.contains("misconfigured nodes among the others"),
+        "{err}"
+    );
+    let v = json(&out);
+    assert_eq!(v["status"], "unknown");
+    assert_eq!(v["exit_code"], EX_CONFIG);
+    assert_eq!(v["nodes"][0]["state"], "free");
+    assert_eq!(v["nodes"][1]["state"], "misconfigured");
+    assert!(v["nodes"][2]["error"].is_string(), "{v}");
+}
+
+#[test]
+fn a_missing_command_exits_127_and_a_non_executable_one_126() {
+    let nodes = cluster(3);
+    let (code, _, err) = run_to_end(
+        &nodes.urls(),
+        &unique("cli-127"),
+        &[],
+        &["/nonexistent/redquorum-test-command"],
+    );
+    assert_eq!(code, Some(127), "{err}");
+    assert!(err.contains("command not found"), "{err}");
+
+    let script = Marker::new("not-executable");
+    script.write("#!/bin/sh\necho hi\n", 0o644);
+    let (code, out, err) = run_to_end(&nodes.urls(), &unique("cli-126"), &[], &[script.path()]);
+    assert_eq!(code, Some(126), "{err}");
+    assert!(err.contains("permission denied"), "{err}");
+    assert_eq!(out, "");
+}
+
+#[test]
+fn bad_wait_and_conflict_codes_are_usage_errors() {
+    let nowhere = vec!["redis://127.0.0.1:1/".to_owned()];
+    for (flags, hint) in [
+        (&["--wait", "never"][..], "forever"),
+        (&["--wait", "30"], "has no unit"),
+        (&["--conflict-exit-code", "256"], "256"),
+        (&["--nodes-file", "/x", "--no-wait"], "--nodes-file"),
+    ] {
+        let (code, _, err) = run_to_end(&nowhere, "r", flags, &["true"]);
+        assert_eq!(code, Some(EX_USAGE), "{flags:?}: {err}");
+        assert!(err.contains(hint), "{flags:?}: {err}");
+    }
+}
+
+#[test]
+fn check_json_gives_each_node_and_the_verdict_with_its_exit_code() {
+    let nodes = cluster(3);
+    let check = || {
+        let mut command = redquorum(&nodes.urls());
+        command.args(["check", "--json"]);
+        output(command)
+    };
+    let (code, out, err) = check();
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["status"], "healthy");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["usable"], true);
+    assert_eq!(
+        (
+            &v["nodes_total"],
+            &v["quorum"],
+            &v["ok"],
+            &v["misconfigured"],
+            &v["unreachable"]
+        ),
+        (
+            &Value::from(3),
+            &Value::from(2),
+            &Value::from(3),
+            &Value::from(0),
+            &Value::from(0)
+        )
+    );
+    let listed = v["nodes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(listed.len(), 3, "{v}");
+    for (i, node) in listed.iter().enumerate() {
+        assert_eq!(node["index"], i, "{node}");
+        assert!(
+            nodes.url(i).contains(node["node"].as_str().unwrap_or("?")),
+            "{node}"
+        );
+        assert_eq!(node["state"], "ok", "{node}");
+        assert_eq!(node["reachable"], true, "{node}");
+        assert_eq!(node["role"], "master", "{node}");
+        assert_eq!(node["eviction_policy"], "noeviction", "{node}");
+        assert!(node["latency_us"].is_u64(), "{node}");
+        assert_eq!(node["replicas"], 0, "{node}");
+        // The test nodes run without an append-only file: a warning,
+        // which leaves the verdict healthy.
+        assert_eq!(node["appendonly"], "no", "{node}");
+        assert!(node["appendfsync"].is_string(), "{node}");
+        let problems = node["problems"].as_array().cloned().unwrap_or_default();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p["kind"] == "persistence" && p["warning"] == true),
+            "{node}"
+        );
+        assert!(problems.iter().all(|p| p["message"].is_string()), "{node}");
+    }
+
+    if let Err(e) = nodes.kill(2) {
+        panic!("kill: {e}");
+    }
+    let (code, out, err) = check();
+    assert_eq!(code, Some(DEGRADED), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["status"], &v["exit_code"], &v["usable"]),
+        (
+            &Value::from("degraded"),
+            &Value::from(DEGRADED),
+            &Value::from(true)
+        )
+    );
+    let dead = &v["nodes"][2];
+    assert_eq!(dead["state"], "unreachable", "{dead}");
+    assert_eq!(dead["reachable"], false, "{dead}");
+    assert!(
+        dead["role"].is_null() && dead["latency_us"].is_null(),
+        "{dead}"
+    );
+    assert_eq!(dead["problems"][0]["kind"], "unreachable", "{dead}");
+    assert_eq!(dead["problems"][0]["warning"], false, "{dead}");
+
+    if let Err(e) = nodes.kill(1) {
+        panic!("kill: {e}");
+    }
+    let (code, out, err) = check();
+    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["status"], &v["usable"], &v["unreachable"]),
+        (
+            &Value::from("unavailable"),
+            &Value::from(false),
+            &Value::from(2)
+        )
+    );
+}
+
+#[test]
+fn check_json_names_misconfigured_nodes_and_exits_78_without_the_password() {
+    let nodes = cluster(3);
+    let evict = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("allkeys-lru")
+        .query::<()>(&mut nodes.connection(1).unwrap());
+    assert!(evict.is_ok(), "{evict:?}");
+    require_password(&nodes, 2, "s3cret");
+    let urls = vec![
+        nodes.url(0),
+        nodes.url(1),
+        nodes.url(2).replace("redis://", "redis://:wrong%22pass@"),
+    ];
+    let mut check = redquorum(&urls);
+    check.args(["check", "--json"]);
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    assert!(!out.contains("wrong"), "the password is shown: {out}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["status"], &v["exit_code"]),
+        (&Value::from("misconfigured"), &Value::from(EX_CONFIG))
+    );
+    assert_eq!(v["misconfigured"], 2);
+    assert_eq!(v["nodes"][0]["state"], "ok");
+    assert_eq!(v["nodes"][1]["state"], "misconfigured");
+    assert_eq!(v["nodes"][1]["eviction_policy"], "allkeys-lru");
+    assert!(
+        v["nodes"][1]["problems"].as_array().is_some_and(|p| p
+            .iter()
+            .any(|p| p["kind"] == "eviction" && p["warning"] == false)),
+        "{v}"
+    );
+    assert_eq!(v["nodes"][2]["problems"][0]["kind"], "auth_failed", "{v}");
+}
+
+#[test]
+fn status_json_gives_the_holder_ttl_and_counter_and_69_when_too_few_answer() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-json");
+    // Quotes, a backslash and a tab in the label: the JSON must escape them.
+    let label = "nightly \"export\" \\ web-3";
+    let mut command = redquorum(&nodes.urls());
+    run_args(
+        &mut command,
+        &resource,
+        &["--fencing", "--label", label],
+        &["sh", "-c", "echo \"$REDQUORUM_LOCK_VALUE\"; read x; exit 0"],
+    );
+    let mut child = spawn(command);
+    let value = first_line(&mut child);
+    let status_json = || {
+        let mut status = redquorum(&nodes.urls());
+        status.args(["status", "--resource", &resource, "--json"]);
+        output(status)
+    };
+    let (code, out, err) = status_json();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!out.contains(&value), "the lock value is shown: {out}");
+    let v = json(&out);
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["resource"], resource.as_str());
+    assert_eq!(v["key"], key(&resource));
+    assert_eq!(
+        (&v["status"], &v["exit_code"]),
+        (&Value::from("held"), &Value::from(0))
+    );
+    assert_eq!(
+        (&v["nodes_total"], &v["quorum"], &v["answered"]),
+        (&Value::from(5), &Value::from(3), &Value::from(5))
+    );
+    let holder = &v["holder"];
+    assert_eq!(holder["kind"], "plain", "{v}");
+    assert_eq!(holder["label"], label, "{v}");
+    assert_eq!(
+        holder["id"],
+        value.chars().take(8).collect::<String>(),
+        "{v}"
+    );
+    assert!(
+        holder["owner"].is_null() && holder["holds"].is_null(),
+        "{v}"
+    );
+    assert!(holder["nodes"].as_u64().is_some_and(|n| n >= 3), "{v}");
+    assert!(v["fence_counter"].as_u64().is_some_and(|c| c >= 1), "{v}");
+    let held: Vec<&Value> = v["nodes"]
+        .as_array()
+        .map(|a| a.iter().filter(|n| n["state"] == "held").collect())
+        .unwrap_or_default();
+    assert!(held.len() >= 3, "{v}");
+    for node in held {
+        assert!(
+            node["ttl_ms"]
+                .as_u64()
+                .is_some_and(|t| t > 0 && t <= 30_000),
+            "{node}"
+        );
+        assert_eq!(node["label"], label, "{node}");
+        assert!(
+            node["error"].is_null() && node["key_type"].is_null(),
+            "{node}"
+        );
+    }
+    finish(&mut child);
+    assert_eq!(wait(&mut child, HANG).code(), Some(0));
+
+    let (code, out, err) = status_json();
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "free");
+    assert!(v["holder"].is_null(), "{v}");
+    for node in v["nodes"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(node["state"], "free", "{node}");
+        assert!(
+            node["ttl_ms"].is_null() && node["label"].is_null(),
+            "{node}"
+        );
+    }
+
+    for i in 0..3 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let (code, out, err) = status_json();
+    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    assert!(err.contains("only 2 of 5 nodes answered"), "{err}");
+    let v = json(&out);
+    assert_eq!(
+        (&v["status"], &v["exit_code"], &v["answered"]),
+        (
+            &Value::from("unknown"),
+            &Value::from(EX_UNAVAILABLE),
+            &Value::from(2)
+        )
+    );
+    for i in 0..3 {
+        assert_eq!(v["nodes"][i]["state"], "unavailable", "{v}");
+        assert!(v["nodes"][i]["error"].is_string(), "{v}");
+    }
+}
+
+#[test]
+fn a_nodes_file_skips_comments_and_blank_lines_and_takes_the_place_of_the_list() {
+    let nodes = cluster(3);
+    let urls = nodes.urls();
+    let file = Marker::new("nodes");
+    file.write(
+        &format!(
+            "# lock nodes\n\n{}\n   {}   # rack 2\n\t\n# redis://127.0.0.1:1/ is retired\n{}\n",
+            urls[0], urls[1], urls[2]
+        ),
+        0o600,
+    );
+    let check = |setup: &dyn Fn(&mut Command)| {
+        let mut command = bare();
+        command.args(["--node-timeout", "1s"]);
+        setup(&mut command);
+        command.arg("check");
+        output(command)
+    };
+    let (code, out, err) = check(&|c| {
+        c.args(["--nodes-file", file.path()]);
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 nodes, quorum 2: 3 ok"), "{out}");
+    // From the environment, and the flag over REDLOCK_NODES.
+    let (code, out, err) = check(&|c| {
+        c.env("REDLOCK_NODES_FILE", file.path());
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = check(&|c| {
+        c.env("REDLOCK_NODES", "redis://127.0.0.1:1/")
+            .args(["--nodes-file", file.path()]);
+    });
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 nodes, quorum 2"), "{out}");
+    // Both variables: which one was meant?
+    let (code, _, err) = check(&|c| {
+        c.env("REDLOCK_NODES_FILE", file.path())
+            .env("REDLOCK_NODES", urls.join(","));
+    });
+    assert_eq!(code, Some(EX_USAGE), "{err}");
+    assert!(err.contains("unset one"), "{err}");
+
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", "/nonexistent/redquorum-nodes"]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(
+        err.contains("cannot read the nodes file /nonexistent/redquorum-nodes"),
+        "{err}"
+    );
+
+    let bad = Marker::new("bad-nodes");
+    bad.write(
+        &format!("{}\nredis://:s3cret@a:6379 redis://b:6379\n", urls[0]),
+        0o600,
+    );
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", bad.path()]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("line 2 has more than one word"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+
+    bad.write("# nothing yet\n\n", 0o600);
+    let (code, _, err) = check(&|c| {
+        c.args(["--nodes-file", bad.path()]);
+    });
+    assert_eq!(code, Some(EX_CONFIG), "{err}");
+    assert!(err.contains("lists no node URL"), "{err}");
+}
+
+/// The command line of process `pid`, its arguments joined by spaces.
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+#[test]
+fn passwords_come_from_redquorum_password_or_a_private_file_never_the_command_line() {
+    let password = "p@ss:w/rd #%\"";
+    let encoded = "p%40ss%3Aw%2Frd%20%23%25%22";
+    let nodes = cluster(3);
+    for i in 0..3 {
+        require_password(&nodes, i, password);
+    }
+    let resource = unique("cli-password");
+    let with_password = |secret: &str| {
+        let mut command = redquorum(&nodes.urls());
+        command.env("REDQUORUM_PASSWORD", secret);
+        command
+    };
+
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(EX_CONFIG), "without the password: {out}{err}");
+
+    let mut check = with_password(password);
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    let mut wrong = with_password("not-it");
+    wrong.arg("check");
+    let (code, out, err) = output(wrong);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    assert!(out.contains("authentication failed"), "{out}");
+    assert!(
+        !out.contains("not-it") && !err.contains("not-it"),
+        "{out}{err}"
+    );
+
+    // The command does not get the password; ps does not show it.
+    let mut run = with_password(password);
+    run_args(
+        &mut run,
+        &resource,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo \"${REDQUORUM_PASSWORD-unset}\"; read x; exit 0",
+        ],
+    );
+    let mut child = spawn(run);
+    assert_eq!(first_line(&mut child), "unset", "{}", stderr(&mut child));
+    let shown = cmdline(child.id());
+    assert!(shown.contains("run --resource"), "{shown}");
+    assert!(!shown.contains("w/rd"), "{shown}");
+    let mut status = with_password(password);
+    status.args(["status", "--resource", &resource]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("held by"), "{out}");
+    finish(&mut child);
+    let ended = wait(&mut child, HANG);
+    let err = stderr(&mut child);
+    assert_eq!(ended.code(), Some(0), "{err}");
+    assert!(!err.contains("w/rd"), "{err}");
+
+    // In a nodes file: a warning while others may read it.
+    let file = Marker::new("secret-nodes");
+    let listed: Vec<String> = nodes
+        .urls()
+        .iter()
+        .map(|u| u.replace("redis://", &format!("redis://:{encoded}@")))
+        .collect();
+    file.write(&(listed.join("\n") + "\n"), 0o644);
+    let check_file = || {
+        let mut command = bare();
+        command.args(["--node-timeout", "1s", "--nodes-file", file.path(), "check"]);
+        output(command)
+    };
+    let (code, out, err) = check_file();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("holds passwords and every user can read it"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(encoded) && !out.contains(encoded),
+        "{out}{err}"
+    );
+    file.write(&(listed.join("\n") + "\n"), 0o600);
+    let (code, out, err) = check_file();
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+}
+
+#[test]
+fn every_subcommands_help_lists_its_exit_codes() {
+    for (sub, codes) in [
+        (
+            "run",
+            &[
+                "CMD's own",
+                "75",
+                "69",
+                "78",
+                "79",
+                "64",
+                "70",
+                "126, 127",
+                "128+N",
+            ][..],
+        ),
+        ("check", &["0", "80", "69", "78", "64"]),
+        ("status", &["0", "69", "78", "64"]),
+    ] {
+        let mut help = bare();
+        help.args([sub, "--help"]);
+        let (code, out, _) = output(help);
+        assert_eq!(code, Some(0), "{sub}");
+        let Some((_, section)) = out.split_once("Exit codes:") else {
+            panic!("{sub} --help lists no exit codes: {out}");
+        };
+        for code in codes {
+            assert!(
+                section
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(&format!("{code} "))),
+                "{sub} --help does not explain exit code {code}: {section}"
+            );
+        }
+    }
+    let mut help = bare();
+    help.args(["run", "--help"]);
+    let (_, out, _) = output(help);
+    for flag in [
+        "--conflict-exit-code",
+        "--quiet",
+        "forever",
+        "REDQUORUM_PASSWORD",
+    ] {
+        assert!(out.contains(flag), "{flag}: {out}");
+    }
+}
+
+/// The README's cron recipe: its variables and its job's command (the
+/// line without the five time fields).
+fn readme_cron() -> (Vec<(String, String)>, String) {
+    let readme = include_str!("../README.md");
+    let Some((_, block)) = readme.split_once("```cron\n") else {
+        panic!("README.md has no cron block");
+    };
+    let block = block.split("```").next().unwrap_or_default();
+    let mut vars = Vec::new();
+    let mut jobs = Vec::new();
+    for line in block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        match line.split_once('=') {
+            Some((name, value)) if name.chars().all(|c| c.is_ascii_uppercase() || c == '_') => {
+                vars.push((name.to_owned(), value.to_owned()));
+            }
+            _ => {
+                let mut rest = line;
+                for _ in 0..5 {
+                    rest = rest.trim_start();
+                    rest = &rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..];
+                }
+                jobs.push(rest.trim().to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        jobs.len(),
+        1,
+        "one job line in the README's cron block: {block}"
+    );
+    (vars, jobs.remove(0))
+}
+
+#[test]
+fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
+    let (vars, job) = readme_cron();
+    let nodes = cluster(5);
+    let file = Marker::new("cron-nodes");
+    file.write(&(nodes.urls().join("\n") + "\n"), 0o600);
+    let ran = Marker::new("cron-ran");
+    let go = Marker::new("cron-go");
+    // The job records that it ran, then holds the lock until the test says.
+    let stand_in = format!(
+        "sh -c 'echo ran >> {}; i=0; while [ ! -e {} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done'",
+        ran.path(),
+        go.path()
+    );
+    assert!(job.starts_with("redquorum "), "{job}");
+    assert!(job.contains("/usr/local/bin/export --full"), "{job}");
+    // A node timeout that tolerates a loaded test machine.
+    let line = job
+        .replacen(
+            "redquorum ",
+            &format!("'{}' --node-timeout 1s ", env!("CARGO_BIN_EXE_redquorum")),
+            1,
+        )
+        .replace("/usr/local/bin/export --full", &stand_in);
+    // As cron runs it: sh -c, a bare environment plus the recipe's variables.
+    let cron = || {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&line)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        for (name, value) in &vars {
+            match name.as_str() {
+                "REDLOCK_NODES_FILE" => command.env(name, file.path()),
+                "REDLOCK_NODES" => command.env(name, nodes.urls().join(",")),
+                "MAILTO" => command.env(name, value),
+                other => panic!("the cron recipe sets {other}, which this test does not know"),
+            };
+        }
+        spawn(command)
+    };
+
+    // Two hosts start the job: one runs it, the other says nothing (no mail) and exits 0.
+    let mut hosts = [cron(), cron()];
+    let give_up = Instant::now() + HANG;
+    let (loser, status) = loop {
+        let done = hosts
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
+        if let Some(found) = done {
+            break found;
+        }
+        assert!(Instant::now() < give_up, "neither host's job ended");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut loser_out = String::new();
+    if let Some(mut out) = hosts[loser].stdout.take() {
+        let _ = out.read_to_string(&mut loser_out);
+    }
+    let loser_err = stderr(&mut hosts[loser]);
+    assert_eq!(status.code(), Some(0), "{loser_err}");
+    assert_eq!(
+        (loser_out.as_str(), loser_err.as_str()),
+        ("", ""),
+        "a lost race would be mailed"
+    );
+    go.write("", 0o600);
+    let winner = &mut hosts[1 - loser];
+    let status = wait(winner, HANG);
+    assert_eq!(status.code(), Some(0), "{}", stderr(winner));
+    assert_eq!(ran.read(), "ran\n", "the job must run exactly once");
+
+    // 3 of 5 nodes down: the job cannot run, and cron must mail why.
+    for i in 0..3 {
+        if let Err(e) = nodes.kill(i) {
+            panic!("kill node {i}: {e}");
+        }
+    }
+    let mut host = cron();
+    let status = wait(&mut host, HANG);
+    let err = stderr(&mut host);
+    assert_eq!(status.code(), Some(EX_UNAVAILABLE), "{err}");
+    assert!(err.contains("nodes unavailable"), "{err}");
+    assert_eq!(ran.read(), "ran\n", "the job ran without a quorum");
+}
+
+#[test]
+fn status_json_tells_a_partial_hold_and_a_foreign_key_apart() {
+    let nodes = cluster(5);
+    let resource = unique("cli-status-partial");
+    common::set(
+        &nodes.direct_url(0),
+        &key(&resource),
+        "0123456789abcdef0123456789abcdef01234567.stale-host:1",
+        Duration::from_secs(30),
+    );
+    let pushed = common::query::<()>(
+        &nodes.direct_url(1),
+        redis::cmd("RPUSH").arg(key(&resource)).arg("x"),
+    );
+    assert!(pushed.is_ok(), "{pushed:?}");
+    let mut status = redquorum(&nodes.urls());
+    status.args(["status", "--resource", &resource, "--json"]);
+    let (code, out, err) = output(status);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["status"], "partial", "{v}");
+    assert!(v["holder"].is_null(), "{v}");
+    let first = &v["nodes"][0];
+    assert_eq!(
+        (&first["state"], &first["label"], &first["id"]),
+        (
+            &Value::from("held"),
+            &Value::from("stale-host:1"),
+            &Value::from("01234567")
+        ),
+        "{first}"
+    );
+    let second = &v["nodes"][1];
+    assert_eq!(
+        (&second["state"], &second["key_type"]),
+        (&Value::from("foreign"), &Value::from("list")),
+        "{second}"
+    );
+    assert_eq!(v["nodes"][2]["state"], "free", "{v}");
 }

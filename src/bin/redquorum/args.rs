@@ -1,46 +1,32 @@
-//! The command line: global options, subcommands, help text.
+//! The command line: global options, subcommands, their flags.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::duration;
-
-const EXAMPLES: &str = "\
-Examples:
-  # Run a nightly job on at most one host of the fleet; skip it if another host has it:
-  export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
-  redquorum run --resource nightly-export --no-wait -- /usr/local/bin/export --full
-
-  # Wait up to 2 minutes for the lock, hold it with a 30 s TTL kept alive while the job runs:
-  redquorum run --resource db-migrate --wait 2m --ttl 30s -- ./migrate.sh
-
-  # Check that every node is a reachable master that does not evict keys:
-  redquorum check
-
-  # Who holds a lock, and for how long on each node:
-  redquorum status --resource nightly-export
-
-Exit codes (run): the command's own status (128+N when killed by signal N);
-  75 lock not acquired, 79 lock lost while the command ran,
-  64 bad usage, 78 bad configuration, 126/127 command not executable/not found.";
+use crate::{EX_TEMPFAIL, duration, help};
 
 /// Runs commands under a Redlock lock held on a quorum of independent Redis
 /// masters: flock(1) for a fleet.
 #[derive(Debug, Parser)]
-#[command(name = "redquorum", version, after_help = EXAMPLES)]
+#[command(name = "redquorum", version, after_help = help::TOP)]
 pub struct Cli {
-    /// Redis masters, comma-separated URLs (redis://[:password@]host:port[/db]).
+    /// Redis masters, comma-separated URLs (redis://[user[:password]@]host:port[/db]);
+    /// else from --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES.
     #[arg(
         long,
-        env = "REDLOCK_NODES",
-        hide_env_values = true,
         value_delimiter = ',',
         global = true,
-        value_name = "URLS"
+        value_name = "URLS",
+        conflicts_with = "nodes_file"
     )]
     pub nodes: Vec<String>,
+
+    /// A file of node URLs, one a line (# comments, blank lines skipped).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub nodes_file: Option<PathBuf>,
 
     /// Limit on one call to one node, connection included.
     #[arg(long, default_value = "100ms", value_parser = duration::parse, global = true, value_name = "DURATION")]
@@ -59,36 +45,42 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Acquire the lock, run CMD while keeping the lock alive, release it, exit with CMD's status.
-    #[command(after_help = "\
-CMD gets these environment variables:
-  REDQUORUM_RESOURCE       the resource name
-  REDQUORUM_LOCK_VALUE     the random value marking this holder on the nodes
-  REDQUORUM_VALID_MS       validity left when CMD started, in milliseconds
-  REDQUORUM_FENCING_TOKEN  the fencing token (with --fencing)
-
-If the lock is lost while CMD runs, CMD's process group gets SIGTERM; when
---grace is over, the whole group gets SIGKILL if any process of it is left,
-even if CMD itself has exited. redquorum then exits 79 and says how CMD
-ended and whether processes had to be killed. SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGUSR1 and SIGUSR2 sent to redquorum are passed on to CMD.
-CMD runs in its own process group: it should not read from the terminal.
-
-Ctrl-Z (SIGTSTP) stops CMD's process group (with SIGSTOP, which CMD cannot
-catch) and then redquorum. Nothing extends the lock while they are stopped.
-On SIGCONT (fg, bg), redquorum continues CMD if the lock is still valid;
-if it lapsed meanwhile (another host may hold it now), CMD is killed with
-SIGKILL while still stopped, and redquorum exits 79. Continue the job with
-fg or bg, not by sending SIGCONT to CMD. SIGSTOP to redquorum alone cannot
-be caught: CMD would go on while the lock is not extended.
-
-Example:
-  redquorum run --resource nightly-export --ttl 30s --no-wait -- ./export.sh")]
+    #[command(after_help = help::RUN)]
     Run(RunArgs),
     /// Check every node: reachable, master, authenticated, not evicting keys, latency.
-    Check,
+    #[command(after_help = help::CHECK)]
+    Check(CheckArgs),
     /// Show which nodes hold a resource's lock and the TTL left on each
     /// (for a reentrant lock: its owner and number of holds).
+    #[command(after_help = help::STATUS)]
     Status(StatusArgs),
+}
+
+/// How long `--wait` lets `run` wait for the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// One attempt (`--no-wait`, `--wait 0`).
+    Once,
+    /// Until this long has passed.
+    For(Duration),
+    /// Until the lock is had (`--wait forever`).
+    Forever,
+}
+
+/// Reads `--wait`: a duration, or `forever`.
+fn parse_wait(text: &str) -> Result<Wait, String> {
+    if text.trim().eq_ignore_ascii_case("forever") {
+        return Ok(Wait::Forever);
+    }
+    duration::parse(text)
+        .map(|d| {
+            if d.is_zero() {
+                Wait::Once
+            } else {
+                Wait::For(d)
+            }
+        })
+        .map_err(|e| format!("{e}; or \"forever\""))
 }
 
 /// Options of `run`.
@@ -102,19 +94,30 @@ pub struct RunArgs {
     #[arg(long, default_value = "30s", value_parser = duration::parse, value_name = "DURATION")]
     pub ttl: Duration,
 
-    /// How long to wait for the lock when it is taken.
-    #[arg(long, default_value = "10s", value_parser = duration::parse, value_name = "DURATION", conflicts_with = "no_wait")]
-    pub wait: Duration,
+    /// How long to wait for the lock when it is taken (a duration, or `forever`).
+    #[arg(short, long, default_value = "10s", value_parser = parse_wait, value_name = "DURATION", conflicts_with = "no_wait")]
+    pub wait: Wait,
 
-    /// Make a single attempt: exit 75 at once when the lock is taken.
-    #[arg(long)]
+    /// Make a single attempt: give up at once when the lock is taken.
+    #[arg(short, long)]
     pub no_wait: bool,
+
+    /// The exit code when the lock is held by another owner (0 to 255;
+    /// 0 makes a lost race a success).
+    #[arg(short = 'E', long, value_name = "N", default_value_t = EX_TEMPFAIL as u8)]
+    pub conflict_exit_code: u8,
+
+    /// Say nothing when the lock is held by another owner; outages and
+    /// errors are still reported.
+    #[arg(short, long)]
+    pub quiet: bool,
 
     /// Ask for a fencing token and pass it in REDQUORUM_FENCING_TOKEN.
     #[arg(long)]
     pub fencing: bool,
 
-    /// Who holds the lock, as `status` shows it (default: host:pid).
+    /// Who holds the lock, as `status` shows it (default: host:pid and
+    /// the command's name).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
@@ -128,10 +131,18 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// How long to keep trying; `None` for one attempt.
-    pub fn wait(&self) -> Option<Duration> {
-        (!self.no_wait && !self.wait.is_zero()).then_some(self.wait)
+    /// How long to keep trying.
+    pub fn wait(&self) -> Wait {
+        if self.no_wait { Wait::Once } else { self.wait }
     }
+}
+
+/// Options of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print one JSON object (for monitoring) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `status`.
@@ -140,6 +151,10 @@ pub struct StatusArgs {
     /// The resource to look up.
     #[arg(long, value_name = "NAME")]
     pub resource: String,
+
+    /// Print one JSON object (for monitoring) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]
@@ -174,7 +189,7 @@ mod tests {
             panic!("not run");
         };
         assert_eq!(run.ttl, Duration::from_secs(2));
-        assert_eq!(run.wait(), None);
+        assert_eq!(run.wait(), Wait::Once);
         assert_eq!(run.command, ["sleep", "1"]);
     }
 
@@ -220,6 +235,77 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run");
         };
-        assert_eq!(run.wait(), Some(Duration::from_secs(10)));
+        assert_eq!(run.wait(), Wait::For(Duration::from_secs(10)));
+        assert_eq!(run.conflict_exit_code, 75);
+        assert!(!run.quiet);
+    }
+
+    fn run_with(flags: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut argv = vec!["redquorum", "run", "--resource", "r"];
+        argv.extend_from_slice(flags);
+        argv.extend_from_slice(&["--", "true"]);
+        let cli = Cli::try_parse_from(argv)?;
+        match cli.command {
+            Command::Run(run) => Ok(run),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wait_takes_a_duration_forever_or_zero_for_one_attempt() {
+        assert_eq!(
+            run_with(&["--wait", "forever"]).unwrap().wait(),
+            Wait::Forever
+        );
+        assert_eq!(run_with(&["-w", "Forever"]).unwrap().wait(), Wait::Forever);
+        assert_eq!(
+            run_with(&["--wait", "1m30s"]).unwrap().wait(),
+            Wait::For(Duration::from_secs(90))
+        );
+        assert_eq!(run_with(&["--wait", "0"]).unwrap().wait(), Wait::Once);
+        let err = run_with(&["--wait", "never"]).unwrap_err().to_string();
+        assert!(
+            err.contains("forever") && err.contains("500ms, 30s"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn flock_style_short_flags_and_the_conflict_exit_code() {
+        let run = run_with(&["-n", "-q", "-E", "0"]).unwrap();
+        assert_eq!(run.wait(), Wait::Once);
+        assert!(run.quiet);
+        assert_eq!(run.conflict_exit_code, 0);
+        assert_eq!(
+            run_with(&["--conflict-exit-code", "255"])
+                .unwrap()
+                .conflict_exit_code,
+            255
+        );
+        for bad in ["256", "-1", "x"] {
+            assert!(run_with(&["--conflict-exit-code", bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nodes_and_a_nodes_file_cannot_be_combined() {
+        let err = Cli::try_parse_from([
+            "redquorum",
+            "--nodes",
+            "redis://a",
+            "--nodes-file",
+            "/etc/nodes",
+            "check",
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let cli =
+            Cli::try_parse_from(["redquorum", "check", "--nodes-file", "/etc/nodes", "--json"])
+                .unwrap();
+        assert_eq!(cli.nodes_file, Some(PathBuf::from("/etc/nodes")));
+        assert!(matches!(
+            cli.command,
+            Command::Check(CheckArgs { json: true })
+        ));
     }
 }

@@ -1,17 +1,106 @@
 //! `redquorum check`: the library's start-up checks
-//! ([`Redlock::check_report`]) printed as a table, with an exit code.
+//! ([`Redlock::check_report`]) printed as a table or as JSON, with an exit
+//! code: 0 healthy, 80 degraded but usable, 69 no quorum, 78 misconfigured.
 
-use redquorum::{NodeProblem, Redlock};
+use redquorum::{NodeCheck, NodeProblem, Redlock};
 
-use crate::duration;
-use crate::nodes;
-use crate::{EX_CONFIG, EX_UNAVAILABLE, Exit};
+use crate::json::Json;
+use crate::{DEGRADED, EX_CONFIG, EX_UNAVAILABLE, Exit, duration, table};
 
-/// Probes every node, prints a table and a summary line. Exits 0 when every
-/// node is fine, 78 when one is misconfigured, 69 when the only problems are
-/// unreachable nodes.
-pub async fn check(redlock: &Redlock) -> Exit {
+/// Version of the JSON layout; bumped when a field changes meaning or goes.
+const SCHEMA: u64 = 1;
+
+/// What one node is, for the counts: usable (warnings at most),
+/// misconfigured, or unreachable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ok,
+    Misconfigured,
+    Unreachable,
+}
+
+impl State {
+    fn of(check: &NodeCheck) -> State {
+        let serious = || check.problems().iter().filter(|p| !p.is_warning());
+        if serious().any(|p| !matches!(p, NodeProblem::Unreachable { .. })) {
+            State::Misconfigured
+        } else if serious().next().is_some() {
+            State::Unreachable
+        } else {
+            State::Ok
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            State::Ok => "ok",
+            State::Misconfigured => "misconfigured",
+            State::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// The counts and what they mean.
+struct Verdict {
+    nodes: usize,
+    quorum: usize,
+    ok: usize,
+    misconfigured: usize,
+    unreachable: usize,
+}
+
+impl Verdict {
+    fn of(checks: &[NodeCheck], quorum: usize) -> Verdict {
+        let count = |state| checks.iter().filter(|c| State::of(c) == state).count();
+        Verdict {
+            nodes: checks.len(),
+            quorum,
+            ok: count(State::Ok),
+            misconfigured: count(State::Misconfigured),
+            unreachable: count(State::Unreachable),
+        }
+    }
+
+    /// Whether a lock can be acquired: a quorum of usable nodes.
+    fn usable(&self) -> bool {
+        self.ok >= self.quorum
+    }
+
+    /// `healthy`, `degraded`, `unavailable` or `misconfigured`, with its
+    /// exit code. A misconfiguration wins: waiting does not mend it.
+    fn status(&self) -> (&'static str, i32) {
+        if self.misconfigured > 0 {
+            ("misconfigured", EX_CONFIG)
+        } else if !self.usable() {
+            ("unavailable", EX_UNAVAILABLE)
+        } else if self.unreachable > 0 {
+            ("degraded", DEGRADED)
+        } else {
+            ("healthy", 0)
+        }
+    }
+}
+
+/// Probes every node and prints the table and a summary line, or the JSON.
+pub async fn check(redlock: &Redlock, json: bool) -> Exit {
     let checks = redlock.check_report().await;
+    let verdict = Verdict::of(&checks, redlock.quorum());
+    if json {
+        println!("{}", to_json(&checks, &verdict).render());
+    } else {
+        print_table(&checks, &verdict);
+    }
+    Exit::code(verdict.status().1)
+}
+
+/// `ROLE`'s first word, with `slave` called `replica`.
+fn role(check: &NodeCheck) -> Option<&str> {
+    check
+        .role()
+        .map(|r| if r == "slave" { "replica" } else { r })
+}
+
+fn print_table(checks: &[NodeCheck], verdict: &Verdict) {
     let dash = || "-".to_owned();
     let rows: Vec<Vec<String>> = checks
         .iter()
@@ -31,17 +120,14 @@ pub async fn check(redlock: &Redlock) -> Exit {
             vec![
                 c.node().to_owned(),
                 if c.reachable() { "yes" } else { "no" }.to_owned(),
-                c.role().map_or_else(dash, |r| match r {
-                    "slave" => "replica".to_owned(),
-                    other => other.to_owned(),
-                }),
+                role(c).map_or_else(dash, str::to_owned),
                 c.eviction_policy().map_or_else(dash, str::to_owned),
                 c.latency().map_or_else(dash, duration::show),
                 status,
             ]
         })
         .collect();
-    nodes::print_table(
+    table::print_table(
         &["NODE", "REACHABLE", "ROLE", "EVICTION", "LATENCY", "STATUS"],
         &rows,
     );
@@ -52,35 +138,83 @@ pub async fn check(redlock: &Redlock) -> Exit {
     {
         println!("warning: {warning}");
     }
-    // Warnings (replicas, persistence) leave a node usable.
-    let ok = checks
-        .iter()
-        .filter(|c| c.problems().iter().all(NodeProblem::is_warning))
-        .count();
-    let misconfigured = checks
-        .iter()
-        .filter(|c| {
-            c.problems()
-                .iter()
-                .any(|p| !p.is_warning() && !matches!(p, NodeProblem::Unreachable { .. }))
-        })
-        .count();
-    let unreachable = checks.len() - ok - misconfigured;
-    let (n, quorum) = (checks.len(), redlock.quorum());
-    let verdict = if ok >= quorum {
+    let Verdict {
+        nodes,
+        quorum,
+        ok,
+        misconfigured,
+        unreachable,
+    } = verdict;
+    let can = if verdict.usable() {
         "locks can be acquired"
     } else {
         "locks CANNOT be acquired"
     };
     println!(
-        "{n} nodes, quorum {quorum}: {ok} ok, {misconfigured} misconfigured, \
-         {unreachable} unreachable; {verdict}"
+        "{nodes} nodes, quorum {quorum}: {ok} ok, {misconfigured} misconfigured, \
+         {unreachable} unreachable; {can}"
     );
-    if misconfigured > 0 {
-        Exit::code(EX_CONFIG)
-    } else if unreachable > 0 {
-        Exit::code(EX_UNAVAILABLE)
-    } else {
-        Exit::code(0)
+}
+
+/// A stable name for each kind of problem.
+fn kind(problem: &NodeProblem) -> &'static str {
+    match problem {
+        NodeProblem::Unreachable { .. } => "unreachable",
+        NodeProblem::AuthFailed { .. } => "auth_failed",
+        NodeProblem::NotMaster { .. } => "not_master",
+        NodeProblem::Eviction { .. } => "eviction",
+        NodeProblem::Duplicate { .. } => "duplicate",
+        NodeProblem::Cluster { .. } => "cluster",
+        NodeProblem::AclDenied { .. } => "acl_denied",
+        NodeProblem::Tls { .. } => "tls",
+        NodeProblem::Replicas { .. } => "replicas",
+        NodeProblem::Persistence { .. } => "persistence",
+        _ => "other",
     }
+}
+
+fn node_json(c: &NodeCheck) -> Json {
+    let problems = c
+        .problems()
+        .iter()
+        .map(|p| {
+            Json::Object(vec![
+                ("kind", Json::str(kind(p))),
+                ("warning", Json::Bool(p.is_warning())),
+                ("message", Json::str(p.to_string())),
+            ])
+        })
+        .collect();
+    let latency = c
+        .latency()
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    Json::Object(vec![
+        ("index", Json::count(c.index())),
+        ("node", Json::str(c.node())),
+        ("state", Json::str(State::of(c).name())),
+        ("reachable", Json::Bool(c.reachable())),
+        ("role", Json::opt_str(role(c))),
+        ("eviction_policy", Json::opt_str(c.eviction_policy())),
+        ("latency_us", Json::opt_int(latency)),
+        ("replicas", c.replicas().map_or(Json::Null, Json::count)),
+        ("appendonly", Json::opt_str(c.persistence().map(|p| p.0))),
+        ("appendfsync", Json::opt_str(c.persistence().map(|p| p.1))),
+        ("problems", Json::Array(problems)),
+    ])
+}
+
+fn to_json(checks: &[NodeCheck], verdict: &Verdict) -> Json {
+    let (status, code) = verdict.status();
+    Json::Object(vec![
+        ("schema", Json::Int(SCHEMA)),
+        ("status", Json::str(status)),
+        ("exit_code", Json::Int(u64::try_from(code).unwrap_or(0))),
+        ("usable", Json::Bool(verdict.usable())),
+        ("nodes_total", Json::count(verdict.nodes)),
+        ("quorum", Json::count(verdict.quorum)),
+        ("ok", Json::count(verdict.ok)),
+        ("misconfigured", Json::count(verdict.misconfigured)),
+        ("unreachable", Json::count(verdict.unreachable)),
+        ("nodes", Json::Array(checks.iter().map(node_json).collect())),
+    ])
 }

@@ -1,40 +1,31 @@
-//! Human durations on the command line: `500ms`, `30s`, `2m`, `1h`.
+//! Human durations on the command line, read by `humantime`: `500ms`,
+//! `30s`, `1m30s`, `2h`, `1.5s`.
 
 use std::time::Duration;
 
-/// Parses a whole number followed by a unit: `ms`, `s`, `m` or `h`
-/// (e.g. `500ms`, `30s`, `2m`). `0` alone is accepted as zero.
+/// What every duration error ends with.
+const HINT: &str = "use a number and a unit: 500ms, 30s, 2m, 1m30s, 1h";
+
+/// Parses a number with a unit, or several (`500ms`, `30s`, `1m30s`,
+/// `2h`, `1.5s`; see `humantime::parse_duration`). `0` alone is zero; any
+/// other bare number is refused, since `30` could mean seconds or
+/// milliseconds.
 ///
 /// # Errors
 ///
 /// A message naming the bad input and the accepted forms.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = text.split_at(digits);
-    let hint = "use a whole number and a unit: 500ms, 30s, 2m, 1h";
-    if number.is_empty() {
-        return Err(format!("{text:?} is not a duration: {hint}"));
+    if text == "0" {
+        return Ok(Duration::ZERO);
     }
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is too large a duration"))?;
-    let millis_per_unit: u64 = match unit {
-        "" if n == 0 => 0,
-        "" => return Err(format!("{text:?} has no unit: {hint}")),
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        other => return Err(format!("{text:?} has an unknown unit {other:?}: {hint}")),
-    };
-    n.checked_mul(millis_per_unit)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too large a duration"))
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} has no unit: {HINT}"));
+    }
+    humantime::parse_duration(text).map_err(|e| format!("{text:?} is not a duration ({e}): {HINT}"))
 }
 
-/// Shows a duration the way [`parse`] reads it, rounded to the millisecond:
-/// `1.250s`, `80ms`.
+/// Shows a duration rounded to the millisecond: `1.250s`, `80ms`.
 pub fn show(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1_000 {
@@ -49,11 +40,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_unit_is_understood() {
+    fn units_and_their_combinations_are_understood() {
         assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse("1h"), Ok(Duration::from_secs(3_600)));
+        assert_eq!(parse("2h"), Ok(Duration::from_secs(7_200)));
+        assert_eq!(parse("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse("1.5s"), Ok(Duration::from_millis(1_500)));
         assert_eq!(parse(" 10s "), Ok(Duration::from_secs(10)));
     }
 
@@ -61,12 +55,13 @@ mod tests {
     fn a_bare_zero_is_zero_but_other_bare_numbers_need_a_unit() {
         assert_eq!(parse("0"), Ok(Duration::ZERO));
         let err = parse("30").unwrap_err();
-        assert!(err.contains("no unit"), "{err}");
+        assert!(err.contains("\"30\" has no unit"), "{err}");
+        assert!(err.contains("500ms, 30s, 2m"), "{err}");
     }
 
     #[test]
     fn junk_is_rejected_with_the_accepted_forms() {
-        for bad in ["", "s", "-1s", "1.5s", "10 s", "3d", "ms10"] {
+        for bad in ["", "s", "-1s", "3 parsecs", "ms10", "forever"] {
             let err = parse(bad).unwrap_err();
             assert!(err.contains("500ms, 30s, 2m"), "{bad}: {err}");
         }

@@ -2,13 +2,18 @@
 //! independent Redis masters (flock(1) for a fleet), check the nodes, and
 //! show a lock's state.
 
+mod acquire;
 mod args;
 mod check;
 mod duration;
 mod group;
+mod help;
+mod json;
 mod nodes;
 mod run;
+mod signals;
 mod status;
+mod table;
 
 use std::process::ExitCode;
 
@@ -29,6 +34,8 @@ pub const EX_TEMPFAIL: i32 = 75;
 pub const EX_CONFIG: i32 = 78;
 /// The lock was lost while the command ran.
 pub const LOCK_LOST: i32 = 79;
+/// `check`: some nodes are unreachable, but a quorum is fine.
+pub const DEGRADED: i32 = 80;
 /// The command exists but cannot be executed (as in shells).
 pub const NOT_EXECUTABLE: i32 = 126;
 /// The command was not found (as in shells).
@@ -60,18 +67,10 @@ impl Exit {
 }
 
 async fn dispatch(cli: Cli) -> Exit {
-    let nodes: Vec<String> = cli
-        .nodes
-        .iter()
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
-        .collect();
-    if nodes.is_empty() {
-        return Exit::error(
-            EX_USAGE,
-            "no nodes: pass --nodes redis://host:port,... or set REDLOCK_NODES".to_owned(),
-        );
-    }
+    let nodes = match nodes::resolve(&cli.nodes, cli.nodes_file.as_deref(), &nodes::Env::read()) {
+        Ok(nodes) => nodes,
+        Err(exit) => return exit,
+    };
     let config = Config::default()
         .with_node_timeout(cli.node_timeout)
         .with_key_prefix(&cli.key_prefix);
@@ -81,8 +80,8 @@ async fn dispatch(cli: Cli) -> Exit {
     };
     match &cli.command {
         Command::Run(args) => run::run(&nodes, config, args).await,
-        Command::Check => check::check(&redlock).await,
-        Command::Status(args) => status::status(&redlock, &args.resource).await,
+        Command::Check(args) => check::check(&redlock, args.json).await,
+        Command::Status(args) => status::status(&redlock, &args.resource, args.json).await,
     }
 }
 

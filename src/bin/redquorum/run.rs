@@ -4,93 +4,16 @@
 use std::io::ErrorKind;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::time::Duration;
 
-use redquorum::{Config, Error, LockGuard, Redlock};
+use redquorum::{Config, LockGuard, Redlock};
 use tokio::process::{Child, Command};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::acquire::{self, acquire};
 use crate::args::RunArgs;
 use crate::group::{self, Group};
-use crate::{
-    EX_CONFIG, EX_SOFTWARE, EX_TEMPFAIL, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND,
-};
-
-/// Pause between two attempts while waiting, and its random spread (+/-).
-const RETRY_DELAY: Duration = Duration::from_millis(200);
-const RETRY_JITTER: Duration = Duration::from_millis(100);
-
-/// The signals `run` handles: those passed on to the command, and SIGTSTP.
-struct Signals {
-    forwarded: Vec<(i32, Signal)>,
-    /// SIGTSTP (Ctrl-Z at the terminal, or `kill -TSTP`): `run` stops
-    /// itself, and the command's process group first.
-    ///
-    /// SIGTTIN and SIGTTOU keep their default action: `run` never reads
-    /// the terminal and writes to it only after the command has ended, so
-    /// the terminal cannot stop it while the command runs. A handler, which
-    /// cannot be removed again, would make a background `run` spin on its
-    /// last message under `stty tostop` (the write is retried after every
-    /// SIGTTOU the handler swallows).
-    stop: Signal,
-}
-
-fn handle(signo: i32) -> Result<Signal, Exit> {
-    signal(SignalKind::from_raw(signo))
-        .map_err(|e| Exit::error(EX_SOFTWARE, format!("cannot handle signal {signo}: {e}")))
-}
-
-impl Signals {
-    fn new() -> Result<Self, Exit> {
-        let kinds = [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGUSR1,
-            libc::SIGUSR2,
-        ];
-        let mut forwarded = Vec::with_capacity(kinds.len());
-        for signo in kinds {
-            forwarded.push((signo, handle(signo)?));
-        }
-        let stop = handle(libc::SIGTSTP)?;
-        Ok(Signals { forwarded, stop })
-    }
-
-    /// The next signal received.
-    async fn recv(&mut self) -> Received {
-        let waits = self.forwarded.iter_mut().map(|(signo, stream)| {
-            let signo = *signo;
-            Box::pin(async move {
-                stream.recv().await;
-                signo
-            })
-        });
-        tokio::select! {
-            (signo, _, _) = futures_util::future::select_all(waits) => Received::Forward(signo),
-            Some(()) = self.stop.recv() => Received::Stop,
-        }
-    }
-}
-
-/// A signal received by `run`.
-enum Received {
-    /// To be passed on to the command.
-    Forward(i32),
-    /// SIGTSTP.
-    Stop,
-}
-
-/// Stops this process, as SIGTSTP would without a handler, and returns
-/// once it is continued (SIGCONT: `fg`, `bg`, `kill -CONT`).
-fn stop_self() {
-    // SAFETY: raise(3) has no memory-safety preconditions. SIGSTOP stops
-    // the whole process; the call returns after SIGCONT.
-    unsafe {
-        libc::raise(libc::SIGSTOP);
-    }
-}
+use crate::nodes::PASSWORD_VAR;
+use crate::signals::{Received, Signals, stop_self};
+use crate::{EX_SOFTWARE, EX_USAGE, Exit, LOCK_LOST, NOT_EXECUTABLE, NOT_FOUND};
 
 /// The status a shell would report: the exit code, or 128 + the signal.
 fn status_code(status: ExitStatus) -> i32 {
@@ -98,56 +21,6 @@ fn status_code(status: ExitStatus) -> i32 {
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(EX_SOFTWARE)
-}
-
-/// Why the lock was not had, in one line.
-fn not_acquired(e: Error) -> Exit {
-    match e {
-        Error::NotAcquired(a) if a.is_unavailable() => {
-            Exit::error(EX_TEMPFAIL, format!("nodes unavailable: {a}"))
-        }
-        Error::NotAcquired(a) if a.is_contended() => {
-            Exit::error(EX_TEMPFAIL, format!("held by another owner: {a}"))
-        }
-        Error::InvalidArgument(why) => Exit::error(EX_USAGE, why),
-        Error::Config(why) => Exit::error(EX_CONFIG, why),
-        other => Exit::error(EX_TEMPFAIL, format!("not acquired: {other}")),
-    }
-}
-
-/// Takes the lock: one attempt with `--no-wait`, else the library's
-/// `lock()` (retries, release notifications) bounded by `--wait`. A signal
-/// stops the wait at once; the attempt under way is dropped, and its keys
-/// are released in the background (`run` awaits that before exiting).
-async fn acquire(
-    redlock: &Redlock,
-    args: &RunArgs,
-    signals: &mut Signals,
-) -> Result<LockGuard, Exit> {
-    let attempt = async {
-        match args.wait() {
-            Some(_) => redlock.lock(&args.resource, args.ttl).await,
-            None => redlock.try_lock(&args.resource, args.ttl).await,
-        }
-    };
-    tokio::pin!(attempt);
-    loop {
-        tokio::select! {
-            result = &mut attempt => return result.map_err(not_acquired),
-            received = signals.recv() => match received {
-                // No command runs yet: only this process stops.
-                Received::Stop => stop_self(),
-                Received::Forward(signo) => return Err(interrupted(signo)),
-            },
-        }
-    }
-}
-
-fn interrupted(signo: i32) -> Exit {
-    Exit::error(
-        128 + signo,
-        format!("interrupted by signal {signo} while waiting for the lock"),
-    )
 }
 
 /// Starts the command in its own process group, with the lock in its environment.
@@ -161,6 +34,7 @@ fn spawn(args: &RunArgs, guard: &LockGuard) -> Result<Child, Exit> {
     let mut command = Command::new(program);
     command
         .args(rest)
+        .env_remove(PASSWORD_VAR)
         .env("REDQUORUM_RESOURCE", &args.resource)
         .env("REDQUORUM_LOCK_VALUE", guard.value())
         .env(
@@ -192,31 +66,16 @@ enum End {
     LapsedWhileStopped,
 }
 
-/// `host:pid`, what `status` shows as the holder without `--label`.
-fn default_label() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    format!("{host}:{}", std::process::id())
-}
-
 /// Runs `redquorum run`.
 pub async fn run(nodes: &[String], config: Config, args: &RunArgs) -> Exit {
-    let mut config = config
-        .with_fencing(args.fencing)
-        .with_retry_delay(RETRY_DELAY)
-        .with_retry_jitter(RETRY_JITTER)
-        .with_retry_count(u32::MAX)
-        .with_holder_label(args.label.clone().unwrap_or_else(default_label));
-    if let Some(wait) = args.wait() {
-        config = config.with_acquire_timeout(wait);
-    }
+    let label = args
+        .label
+        .clone()
+        .unwrap_or_else(|| acquire::default_label(args));
+    let config = config.with_holder_label(label);
     let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config) {
         Ok(redlock) => redlock,
-        Err(e) => return not_acquired(e),
+        Err(e) => return acquire::not_acquired(e),
     };
     let exit = match run_inner(&redlock, args).await {
         Ok(exit) | Err(exit) => exit,

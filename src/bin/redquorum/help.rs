@@ -1,0 +1,105 @@
+//! The long help texts: examples, environment variables, and every
+//! subcommand's exit codes (the tests read them back from `--help`).
+
+/// After the top-level `--help`.
+pub const TOP: &str = "\
+Nodes come from --nodes, --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES
+(in that order; the two variables together are an error). A nodes file has
+one URL a line; blank lines and # comments are skipped. REDQUORUM_PASSWORD,
+when set, is the password of every node URL that has none of its own, so
+that neither ps nor a cron line shows it. redquorum never prints a password
+or a lock value.
+
+Examples:
+  # Run a nightly job on at most one host of the fleet; skip it quietly
+  # (exit 0) if another host has it, fail loudly if the nodes are down:
+  export REDLOCK_NODES_FILE=/etc/redquorum/nodes
+  redquorum run --resource nightly-export --no-wait --quiet --conflict-exit-code 0 -- /usr/local/bin/export --full
+
+  # Wait up to 2 minutes for the lock, hold it with a 30 s TTL kept alive while the job runs:
+  redquorum run --resource db-migrate --wait 2m --ttl 30s -- ./migrate.sh
+
+  # Check that every node is a reachable master that does not evict keys:
+  redquorum check
+
+  # Who holds a lock, and for how long on each node:
+  redquorum status --resource nightly-export
+
+Each subcommand's --help lists its exit codes.";
+
+/// After `run --help`.
+pub const RUN: &str = "\
+CMD gets these environment variables:
+  REDQUORUM_RESOURCE       the resource name
+  REDQUORUM_LOCK_VALUE     the random value marking this holder on the nodes
+  REDQUORUM_VALID_MS       validity left when CMD started, in milliseconds
+  REDQUORUM_FENCING_TOKEN  the fencing token (with --fencing)
+REDQUORUM_PASSWORD is removed from CMD's environment.
+
+If the lock is lost while CMD runs, CMD's process group gets SIGTERM; when
+--grace is over, the whole group gets SIGKILL if any process of it is left,
+even if CMD itself has exited. redquorum then exits 79 and says how CMD
+ended and whether processes had to be killed. SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to redquorum are passed on to CMD.
+CMD runs in its own process group: it should not read from the terminal.
+
+Ctrl-Z (SIGTSTP) stops CMD's process group (with SIGSTOP, which CMD cannot
+catch) and then redquorum. Nothing extends the lock while they are stopped.
+On SIGCONT (fg, bg), redquorum continues CMD if the lock is still valid;
+if it lapsed meanwhile (another host may hold it now), CMD is killed with
+SIGKILL while still stopped, and redquorum exits 79. Continue the job with
+fg or bg, not by sending SIGCONT to CMD. SIGSTOP to redquorum alone cannot
+be caught: CMD would go on while the lock is not extended.
+
+Exit codes:
+  CMD's own  CMD ran: its exit status (128+N when a signal N killed it)
+  75         the lock is held by another owner (EX_TEMPFAIL), after --wait
+             or at once with --no-wait; --conflict-exit-code N changes it,
+             --quiet keeps this case silent
+  69         nodes unavailable (EX_UNAVAILABLE): too few answered in time
+             for a quorum; always reported on stderr
+  78         bad configuration or nodes file, or misconfigured nodes
+             (credentials, ACL, a replica, TLS) leave no quorum (EX_CONFIG)
+  79         the lock was lost while CMD ran
+  64         bad usage (EX_USAGE)
+  70         internal error (EX_SOFTWARE)
+  126, 127   CMD cannot be executed, CMD not found
+  128+N      signal N ended the wait for the lock
+
+Examples:
+  # cron on every host; lost races are silent successes, outages mail:
+  redquorum run --resource nightly-export --ttl 60s --no-wait --quiet --conflict-exit-code 0 -- ./export.sh
+  # flock-like short forms, waiting for ever:
+  redquorum run --resource db-migrate -w forever -- ./migrate.sh";
+
+/// After `check --help`.
+pub const CHECK: &str = "\
+--json prints one JSON object instead of the table (fields in README.md,
+section \"Command line\"); the exit code is the same.
+
+Exit codes:
+  0   every node is a reachable, well-configured master (warnings, such as
+      persistence short of appendfsync always, are listed but do not count)
+  80  degraded but usable: some nodes are unreachable, a quorum is fine
+  69  too few nodes reachable for a quorum: locks cannot be acquired
+      (EX_UNAVAILABLE)
+  78  a node is misconfigured (a replica, refused credentials, eviction,
+      ACL, TLS, Redis Cluster, the same server twice), even if a quorum is
+      fine; or bad configuration or nodes file (EX_CONFIG)
+  64  bad usage (EX_USAGE)";
+
+/// After `status --help`.
+pub const STATUS: &str = "\
+The holder is shown by its label (run --label; host:pid and the command by
+default) and the first 8 characters of its lock value, never the value; a
+reentrant lock by its owner and number of holds.
+
+--json prints one JSON object instead of the table (fields in README.md,
+section \"Command line\"); the exit code is the same.
+
+Exit codes:
+  0   a quorum of nodes answered, whether the lock is held or free
+  69  too few nodes answered to tell (EX_UNAVAILABLE)
+  78  misconfigured nodes (credentials, ACL, TLS) leave too few answers to
+      tell; or bad configuration or nodes file (EX_CONFIG)
+  64  bad usage (EX_USAGE)";
