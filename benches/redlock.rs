@@ -110,6 +110,28 @@ async fn timed_acquires(redlock: &Redlock, iters: u64) -> Duration {
     total
 }
 
+/// Times `release` alone, right after an untimed `try_lock`: with a slow
+/// node, the release finds that node's acquire call still in flight.
+async fn timed_releases(redlock: &Redlock, iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let resource = fresh_resource("rel");
+        let guard = match redlock.try_lock(&resource, TTL).await {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("try_lock: {e}");
+                continue;
+            }
+        };
+        let start = Instant::now();
+        if let Err(e) = guard.release().await {
+            eprintln!("release: {e}");
+        }
+        total += start.elapsed();
+    }
+    total
+}
+
 fn benches(c: &mut Criterion) {
     let nodes = match Nodes::from_env(5) {
         Ok(nodes) => nodes,
@@ -380,10 +402,18 @@ fn benches(c: &mut Criterion) {
         group.bench_function("acquire-healthy", |b| {
             b.iter_custom(|iters| rt.block_on(timed_acquires(&proxied, iters)));
         });
+        group.bench_function("release-healthy", |b| {
+            b.iter_custom(|iters| rt.block_on(timed_releases(&proxied, iters)));
+        });
         // Delay applies in each direction: 10 ms each way is 20 ms per round trip.
         cluster.set_proxy(4, ProxyMode::Delay(Duration::from_millis(10)));
         group.bench_function("acquire-one-delayed-20ms", |b| {
             b.iter_custom(|iters| rt.block_on(timed_acquires(&proxied, iters)));
+        });
+        // 20 ms each way: the release must not wait for this node.
+        cluster.set_proxy(4, ProxyMode::Delay(Duration::from_millis(20)));
+        group.bench_function("release-one-delayed-20ms-each-way", |b| {
+            b.iter_custom(|iters| rt.block_on(timed_releases(&proxied, iters)));
         });
         cluster.set_proxy(4, ProxyMode::Pass);
         group.finish();
@@ -403,6 +433,9 @@ fn benches(c: &mut Criterion) {
         );
         group.bench_function("acquire-one-paused", |b| {
             b.iter_custom(|iters| rt.block_on(timed_acquires(&healthy, iters)));
+        });
+        group.bench_function("release-one-paused", |b| {
+            b.iter_custom(|iters| rt.block_on(timed_releases(&healthy, iters)));
         });
         if let Err(e) = cluster.resume(4) {
             panic!("resume: {e}");
