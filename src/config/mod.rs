@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
+mod connect;
 mod operations;
 mod retry;
 mod validate;
 mod watchdog;
 
+pub(crate) use connect::Connect;
 pub use watchdog::DEFAULT_EXTEND_AT;
 pub(crate) use watchdog::Policy;
 
@@ -62,6 +64,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
 /// | `holder_label` | none | text stored with each lock, shown by [`Redlock::inspect`](crate::Redlock::inspect) |
 /// | `strict_checks` | `false` | no acquisition until [`Redlock::check`](crate::Redlock::check) has passed |
+/// | `tls_certificates` | none | CA and client certificate for `rediss://` nodes (TLS features) |
 ///
 /// # Examples
 ///
@@ -93,6 +96,7 @@ pub struct Config {
     release_notifications: bool,
     strict_checks: bool,
     holder_label: Option<String>,
+    connect: Connect,
 }
 
 impl Default for Config {
@@ -113,6 +117,7 @@ impl Default for Config {
             release_notifications: true,
             strict_checks: false,
             holder_label: None,
+            connect: Connect::default(),
         }
     }
 }

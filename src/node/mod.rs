@@ -5,6 +5,7 @@
 pub(crate) mod acl;
 pub(crate) mod commands;
 pub(crate) mod scripts;
+mod tls;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -13,7 +14,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 
 use self::acl::{DIAGNOSE, Lua};
-use crate::error::{Error, NodeOutcome, Result};
+use crate::config::Connect;
+use crate::error::{NodeOutcome, Result};
 use crate::failure::{FailureKind, NodeFailure, is_script_denied};
 
 /// Why one call to one node did not give an answer.
@@ -80,26 +82,20 @@ pub(crate) struct Node {
 
 impl Node {
     /// Parses one node address. `index` is its position in the list given,
-    /// for messages.
+    /// for messages. `timeout` bounds each call; `connect` says how
+    /// connections open (certificates for `rediss://`).
     pub(crate) fn new(
         index: usize,
         info: impl IntoConnectionInfo,
         timeout: Duration,
+        connect: &Connect,
     ) -> Result<Self> {
         let info = info
             .into_connection_info()
-            .map_err(|e| Error::Config(format!("node {index}: not a usable Redis URL: {e}")))?;
-        if !info.addr().is_supported() {
-            return Err(Error::Config(format!(
-                "node {index} ({}): this address kind is not supported by this build \
-                 (TLS needs a redis TLS feature; unix sockets need a unix platform)",
-                info.addr()
-            )));
-        }
+            .map_err(|e| tls::unusable_url(index, &e))?;
         let name = display_name(&info);
         let server = server_of(info.addr());
-        let client =
-            Client::open(info).map_err(|e| Error::Config(format!("node {index} ({name}): {e}")))?;
+        let client = tls::client(index, info, &name, connect)?;
         Ok(Node {
             name,
             server,
@@ -257,6 +253,7 @@ mod tests {
             0,
             "redis://:secret@127.0.0.1:7001/3",
             Duration::from_millis(5),
+            &Connect::default(),
         )
         .map_err(|e| e.to_string());
         let node = node.as_ref().map(Node::name);
@@ -265,10 +262,15 @@ mod tests {
 
     #[test]
     fn bad_url_is_a_config_error_naming_the_node() {
-        let err = Node::new(2, "http://example", Duration::from_millis(5))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = Node::new(
+            2,
+            "http://example",
+            Duration::from_millis(5),
+            &Connect::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
         assert!(err.contains("node 2"), "{err}");
     }
 }
