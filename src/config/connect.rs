@@ -1,13 +1,31 @@
-//! How nodes are connected: the certificates for `rediss://` nodes.
+//! How nodes are connected: the connect timeout, and the certificates for
+//! `rediss://` nodes.
 
-#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
-use super::Config;
+use std::time::Duration;
 
-/// The connection part of a [`Config`](super::Config).
-#[derive(Clone, Debug, Default, PartialEq)]
+use super::{Config, MAX_WAIT};
+use crate::error::{Error, Result};
+
+/// Default bound on opening one connection to one node (TCP, TLS
+/// handshake, `HELLO`/`AUTH`).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The connection part of a [`Config`].
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Connect {
+    timeout: Duration,
     #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
     certificates: Option<Certificates>,
+}
+
+impl Default for Connect {
+    fn default() -> Self {
+        Connect {
+            timeout: DEFAULT_CONNECT_TIMEOUT,
+            #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+            certificates: None,
+        }
+    }
 }
 
 /// [`redis::TlsCertificates`], compared by content (redis does not).
@@ -28,14 +46,66 @@ impl PartialEq for Certificates {
 }
 
 impl Connect {
+    /// The bound on opening one connection.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The certificates for `rediss://` nodes that bring none of their own.
     #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
     pub(crate) fn certificates(&self) -> Option<&redis::TlsCertificates> {
         self.certificates.as_ref().map(|c| &c.0)
     }
+
+    /// Checks the connect timeout's range.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.timeout.is_zero() {
+            return Err(Error::Config(
+                "connect timeout is zero: no connection could open; use e.g. 1s".to_owned(),
+            ));
+        }
+        if self.timeout > MAX_WAIT {
+            return Err(Error::Config(format!(
+                "connect timeout {:?} is longer than MAX_WAIT ({MAX_WAIT:?}); use a shorter one",
+                self.timeout
+            )));
+        }
+        Ok(())
+    }
 }
 
-impl super::Config {
+impl Config {
+    /// Sets the bound on opening one connection to a node: TCP connect, TLS
+    /// handshake and `HELLO`/`AUTH`. Each lock call is still bounded by the
+    /// [node timeout](Self::with_node_timeout); a call that gives up while
+    /// the connection is being opened leaves it opening in the background,
+    /// up to this bound, so that a set-up slower than the node timeout (a
+    /// TLS handshake to a distant node) still completes for the next call,
+    /// or fails with its real reason (a certificate error, say) instead of
+    /// "timed out". [`Redlock::check`](crate::Redlock::check) waits this
+    /// long for each node's first answer. Not zero, at most [`MAX_WAIT`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(config.connect_timeout(), Duration::from_secs(3));
+    /// ```
+    #[must_use = "a setter returns the changed config"]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect.timeout = timeout;
+        self
+    }
+
+    /// The bound on opening one connection to a node.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(redquorum::Config::default().connect_timeout(), Duration::from_secs(1));
+    /// ```
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect.timeout
+    }
+
     /// The connection settings, for the nodes.
     pub(crate) fn connect(&self) -> &Connect {
         &self.connect
@@ -92,5 +162,37 @@ impl Config {
     /// ```
     pub fn tls_certificates(&self) -> Option<&redis::TlsCertificates> {
         self.connect.certificates()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connect_timeout_of_zero_or_beyond_max_wait_is_refused() {
+        let zero = Config::default().with_connect_timeout(Duration::ZERO);
+        let err = zero
+            .validate(3)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("connect timeout is zero"), "{err}");
+        let long = Config::default().with_connect_timeout(MAX_WAIT + Duration::from_secs(1));
+        let err = long
+            .validate(3)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("connect timeout") && err.contains("MAX_WAIT"),
+            "{err}"
+        );
+        assert!(
+            Config::default()
+                .with_connect_timeout(MAX_WAIT)
+                .validate(3)
+                .is_ok()
+        );
     }
 }

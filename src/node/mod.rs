@@ -78,12 +78,14 @@ pub(crate) struct Node {
     /// the runtime it lived on has shut down.
     conn: Mutex<Option<Connection>>,
     timeout: Duration,
+    /// The bound on opening a connection, which may exceed `timeout`.
+    connect_timeout: Duration,
 }
 
 impl Node {
     /// Parses one node address. `index` is its position in the list given,
     /// for messages. `timeout` bounds each call; `connect` says how
-    /// connections open (certificates for `rediss://`).
+    /// connections open (their bound, certificates for `rediss://`).
     pub(crate) fn new(
         index: usize,
         info: impl IntoConnectionInfo,
@@ -102,6 +104,7 @@ impl Node {
             client,
             conn: Mutex::new(None),
             timeout,
+            connect_timeout: connect.timeout(),
         })
     }
 
@@ -120,6 +123,11 @@ impl Node {
         self.timeout
     }
 
+    /// The bound on opening a connection to this node.
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
     /// The client, for connections of other kinds (pub/sub).
     pub(crate) fn client(&self) -> &Client {
         &self.client
@@ -131,16 +139,28 @@ impl Node {
             return Ok(live.manager.clone());
         }
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
+            .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
         let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
             .map_err(|e| NodeError::redis(&e))?;
+        let handle =
+            tokio::runtime::Handle::try_current().map_err(|_| NodeError::redis(&no_runtime()))?;
         // Ends (as a cancelled task) when the runtime shuts down, taking
         // the connection's driver with it: the next call opens a new one.
-        let runtime = tokio::runtime::Handle::try_current()
-            .map(|runtime| runtime.spawn(std::future::pending::<()>()))
-            .map_err(|_| NodeError::redis(&no_runtime()))?;
+        let runtime = handle.spawn(std::future::pending::<()>());
+        // The first connection makes progress only while a call waits on
+        // it, and a call gives up after the node timeout: this task sees
+        // it through (within the connect timeout), so that a set-up slower
+        // than a call (a TLS handshake to a distant node) still completes,
+        // or fails with its real reason, for the calls that follow.
+        let mut opening = manager.clone();
+        let limit = self.connect_timeout.saturating_add(self.timeout);
+        handle.spawn(async move {
+            let ping = redis::cmd("PING");
+            let _ =
+                tokio::time::timeout(limit, ping.query_async::<redis::Value>(&mut opening)).await;
+        });
         *conn = Some(Connection {
             manager: manager.clone(),
             runtime,
@@ -211,12 +231,28 @@ impl Node {
         &self,
         cmd: &redis::Cmd,
     ) -> NodeResult<T> {
+        self.command_within(cmd, self.timeout).await
+    }
+
+    /// Runs one command, bounded by `limit` instead of the node timeout.
+    pub(crate) async fn command_within<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        limit: Duration,
+    ) -> NodeResult<T> {
         let mut conn = self.connection()?;
-        self.bounded(cmd.query_async(&mut conn)).await
+        Self::within(limit, cmd.query_async(&mut conn)).await
     }
 
     async fn bounded<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> NodeResult<T> {
-        match tokio::time::timeout(self.timeout, call).await {
+        Self::within(self.timeout, call).await
+    }
+
+    async fn within<T>(
+        limit: Duration,
+        call: impl Future<Output = redis::RedisResult<T>>,
+    ) -> NodeResult<T> {
+        match tokio::time::timeout(limit, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(NodeError::redis(&e)),
             Err(_) => Err(NodeError::TimedOut),

@@ -133,6 +133,7 @@ impl Redlock {
         let handoff = Handoff::new(
             parsed.iter().map(|n| n.client().clone()).collect(),
             config.node_timeout(),
+            config.connect_timeout(),
             quorum,
         );
         Ok(Redlock {
