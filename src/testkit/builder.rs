@@ -94,14 +94,14 @@ impl LocalClusterBuilder {
 
     /// As [`tls`](Self::tls), and the nodes require a client certificate
     /// signed by the cluster's CA (`--tls-auth-clients yes`):
-    /// [`TestCertificates::tls_certificates`] includes one.
+    /// `TestCertificates::tls_certificates` (a TLS feature) includes one.
     pub fn tls_client_auth(mut self) -> Self {
         self.tls = Some(true);
         self
     }
 
     /// Starts the cluster: one `redis-server` per node on a free
-    /// `127.0.0.1` port, each fronted by a proxy in [`ProxyMode::Pass`].
+    /// `127.0.0.1` port, each fronted by a proxy in [`ProxyMode::Pass`](super::ProxyMode::Pass).
     /// Returns once every node answers `PING`.
     ///
     /// # Errors
