@@ -51,6 +51,21 @@ fn wrong_ca() -> TlsCertificates {
     }
 }
 
+/// `check()`, which waits for every node's connection to open: the tests
+/// lock only once the connections are up, on a loaded machine too.
+async fn connected(redlock: &Redlock) {
+    if let Err(e) = redlock.check().await {
+        panic!("check over TLS: {e}");
+    }
+}
+
+/// The tests' config for TLS nodes: a connect timeout that tolerates a
+/// loaded machine (a TLS connection costs milliseconds of CPU in a debug
+/// build, OpenSSL's more than rustls's, and the tests run in parallel).
+fn tls_config() -> Config {
+    common::fast_config().with_connect_timeout(Duration::from_secs(5))
+}
+
 fn tls_redlock(cluster: &LocalCluster, config: Config) -> Redlock {
     common::redlock(&cluster.urls(), config)
 }
@@ -93,11 +108,9 @@ async fn locks_extends_and_releases_over_tls_on_five_nodes() {
     assert!(cluster.urls().iter().all(|u| u.starts_with("rediss://")));
     let redlock = tls_redlock(
         &cluster,
-        common::fast_config().with_tls_certificates(certificates(&cluster)),
+        tls_config().with_tls_certificates(certificates(&cluster)),
     );
-    if let Err(e) = redlock.check().await {
-        panic!("check over TLS: {e}");
-    }
+    connected(&redlock).await;
     let resource = common::unique("tls");
     let key = common::key(&resource);
     let mut guard = match redlock.lock(&resource, Duration::from_secs(10)).await {
@@ -129,8 +142,9 @@ async fn mutual_tls_works_with_the_client_certificate_and_refuses_without_it() {
     let cluster = tls_cluster(3, true);
     let with_cert = tls_redlock(
         &cluster,
-        common::fast_config().with_tls_certificates(certificates(&cluster)),
+        tls_config().with_tls_certificates(certificates(&cluster)),
     );
+    connected(&with_cert).await;
     match with_cert
         .try_lock(&common::unique("mtls"), Duration::from_secs(5))
         .await
@@ -146,10 +160,7 @@ async fn mutual_tls_works_with_the_client_certificate_and_refuses_without_it() {
         client_tls: None,
         ..certificates(&cluster)
     };
-    let without = tls_redlock(
-        &cluster,
-        common::fast_config().with_tls_certificates(ca_only),
-    );
+    let without = tls_redlock(&cluster, tls_config().with_tls_certificates(ca_only));
     // rustls hears the server's alert (a TLS failure); OpenSSL's client may
     // only see the connection closed (an I/O failure). Never a timeout.
     let problems = connection_problems(without.check().await);
@@ -167,10 +178,7 @@ async fn mutual_tls_works_with_the_client_certificate_and_refuses_without_it() {
 #[tokio::test]
 async fn a_wrong_ca_is_reported_as_a_certificate_error() {
     let cluster = tls_cluster(5, false);
-    let redlock = tls_redlock(
-        &cluster,
-        common::fast_config().with_tls_certificates(wrong_ca()),
-    );
+    let redlock = tls_redlock(&cluster, tls_config().with_tls_certificates(wrong_ca()));
     let reasons = tls_reasons(redlock.check().await);
     assert_eq!(reasons.len(), 5, "{reasons:?}");
     for reason in &reasons {
@@ -198,10 +206,10 @@ async fn a_wrong_ca_is_a_certificate_error_also_when_the_handshake_outlasts_the_
     for i in 0..cluster.len() {
         cluster.set_proxy(i, ProxyMode::Delay(Duration::from_millis(75)));
     }
-    let redlock = tls_redlock(
-        &cluster,
-        Config::default().with_tls_certificates(wrong_ca()),
-    );
+    let config = Config::default()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_tls_certificates(wrong_ca());
+    let redlock = tls_redlock(&cluster, config);
     let reasons = tls_reasons(redlock.check().await);
     println!("check: {}", reasons[0]);
     assert_eq!(reasons.len(), 5, "{reasons:?}");
@@ -216,7 +224,7 @@ async fn a_tls_connection_slower_to_open_than_the_node_timeout_still_opens() {
     for i in 0..cluster.len() {
         cluster.set_proxy(i, ProxyMode::Delay(Duration::from_millis(150)));
     }
-    let config = common::fast_config()
+    let config = tls_config()
         .with_node_timeout(Duration::from_millis(450))
         .with_retry_count(20)
         .with_retry_delay(Duration::from_millis(200))
@@ -247,11 +255,12 @@ async fn nodes_given_as_connection_info_keep_their_own_certificates() {
         )
         .collect();
     // The config's (wrong) CA does not replace the nodes' own.
-    let config = common::fast_config().with_tls_certificates(wrong_ca());
+    let config = tls_config().with_tls_certificates(wrong_ca());
     let redlock = match Redlock::with_config(infos, config) {
         Ok(redlock) => redlock,
         Err(e) => panic!("redlock: {e}"),
     };
+    connected(&redlock).await;
     match redlock
         .try_lock(&common::unique("info"), Duration::from_secs(5))
         .await
@@ -294,7 +303,7 @@ async fn insecure_urls_skip_the_certificate_check_or_name_the_feature() {
         .iter()
         .map(|u| format!("{u}#insecure"))
         .collect();
-    let built = Redlock::with_config(urls.iter().map(String::as_str), common::fast_config());
+    let built = Redlock::with_config(urls.iter().map(String::as_str), tls_config());
     if cfg!(all(
         feature = "tls-rustls",
         not(feature = "tls-rustls-insecure")
@@ -306,6 +315,7 @@ async fn insecure_urls_skip_the_certificate_check_or_name_the_feature() {
         return;
     }
     let redlock = built.unwrap_or_else(|e| panic!("redlock: {e}"));
+    connected(&redlock).await;
     match redlock
         .try_lock(&common::unique("insecure"), Duration::from_secs(5))
         .await
