@@ -10,7 +10,9 @@ import sys
 
 
 def version(text):
-    return tuple(int(part) for part in text.split("."))
+    # "1.88" and "1.88.0" are the same version: compare three parts.
+    parts = [int(part) for part in text.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
 
 
 meta = json.loads(

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::{InfoDict, Role};
 use tokio::time::Instant;
@@ -122,7 +123,18 @@ async fn call<T: redis::FromRedisValue>(
     cmd: &redis::Cmd,
     name: &str,
 ) -> Result<T, NodeProblem> {
-    node.command::<T>(cmd)
+    call_within(check, node, cmd, name, node.timeout()).await
+}
+
+/// [`call`] bounded by `limit` instead of the node timeout.
+async fn call_within<T: redis::FromRedisValue>(
+    check: &NodeCheck,
+    node: &Node,
+    cmd: &redis::Cmd,
+    name: &str,
+    limit: Duration,
+) -> Result<T, NodeProblem> {
+    node.command_within::<T>(cmd, limit)
         .await
         .map_err(|e| classify(check.index, &check.node, name, e))
 }
@@ -146,7 +158,11 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
         ..NodeCheck::default()
     };
     let started = Instant::now();
-    let role = match call::<Role>(&check, &node, &redis::cmd("ROLE"), "role").await {
+    // The first call may open the connection: it gets the connect timeout
+    // too, so that a slow set-up is waited for and a failing one (a TLS
+    // certificate refused, say) reports its reason, not "timed out".
+    let first = node.timeout().saturating_add(node.connect_timeout());
+    let role = match call_within::<Role>(&check, &node, &redis::cmd("ROLE"), "role", first).await {
         Ok(role) => role,
         Err(problem) => {
             check.reachable = !matches!(problem, NodeProblem::Unreachable { .. });

@@ -115,6 +115,62 @@
 //! A reentrant lock and a plain lock of the same resource exclude each
 //! other.
 //!
+//! ## TLS
+//!
+//! With the feature `tls-rustls` (pure Rust) or `tls-native-tls` (the
+//! platform's TLS library: OpenSSL on Linux), nodes may be `rediss://`
+//! URLs. The node's certificate is checked against the system's trust
+//! store and its host name, unless `Config::with_tls_certificates` gives
+//! the CA to trust instead, and a client certificate for nodes that
+//! require one (`tls-auth-clients yes`):
+//!
+//! ```no_run
+//! # #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use redquorum::redis::{ClientTlsConfig, TlsCertificates};
+//! use redquorum::{Config, Redlock};
+//!
+//! let certificates = TlsCertificates {
+//!     root_cert: Some(std::fs::read("ca.crt")?),
+//!     client_tls: Some(ClientTlsConfig {
+//!         client_cert: std::fs::read("client.crt")?,
+//!         client_key: std::fs::read("client.key")?,
+//!     }),
+//! };
+//! let redlock = Redlock::with_config(
+//!     [
+//!         "rediss://:secret@10.0.0.1:6380/",
+//!         "rediss://:secret@10.0.0.2:6380/",
+//!         "rediss://:secret@10.0.0.3:6380/",
+//!     ],
+//!     Config::default().with_tls_certificates(certificates),
+//! )?;
+//! # let _ = redlock; Ok(()) }
+//! # #[cfg(not(any(feature = "tls-rustls", feature = "tls-native-tls")))]
+//! # fn main() {}
+//! ```
+//!
+//! Certificates per node: pass nodes as [`redis::ConnectionInfo`]s built
+//! with `redis::Client::build_with_tls(url, certificates)?.get_connection_info().clone()`;
+//! they keep their own over the config's. `rediss://host:port/#insecure`
+//! skips every certificate check (tests only); under rustls it needs the
+//! feature `tls-rustls-insecure`, and construction says so. In a build
+//! without TLS, a `rediss://` node is an [`Error::Config`] naming the
+//! features to enable.
+//!
+//! Under rustls, redquorum installs ring's crypto provider as the process
+//! default when the first `Redlock` with a `rediss://` node is built,
+//! unless the process has installed one before (install yours, e.g.
+//! aws-lc-rs, before building the `Redlock` if you want it). With both
+//! features on, redis uses rustls.
+//!
+//! Opening a TLS connection takes more round trips than a command. Each
+//! call stays bounded by the node timeout, but a connection still opening
+//! when a call gives up goes on in the background, up to
+//! [`Config::with_connect_timeout`] (1 s by default), and
+//! [`Redlock::check`] waits that long: a distant node still gets its
+//! connection, and a refused certificate is reported as such.
+//!
 //! ## Layout
 //!
 //! The modules stand on five floors; each uses only the floors below it.
@@ -124,7 +180,7 @@
 //! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
 //! | 2, N nodes | `quorum`, `check`, `inspect`, `handoff`, `background` | fan-out and tally, start-up checks, inspection, release notifications, background tasks |
-//! | 1, one node | `node` (`commands`, `scripts`) | a connection with a timeout, every lock command and Lua script |
+//! | 1, one node | `node` (`commands`, `scripts`, `tls`) | a connection with a timeout, every lock command and Lua script |
 //! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
 //!
 //! ## Features
@@ -134,6 +190,12 @@
 //!   blackhole), for tests, demos and benches.
 //! - `cli`: the `redquorum` command-line tool (`run` a command under a lock,
 //!   `check` the nodes, `status` of a lock).
+//! - `tls-rustls`: `rediss://` nodes over rustls (ring as crypto
+//!   provider), trusting the system's roots;
+//!   `tls-rustls-webpki-roots`: trust the Mozilla roots compiled in
+//!   instead; `tls-rustls-insecure`: allow `#insecure` URLs.
+//! - `tls-native-tls`: `rediss://` nodes over the platform's TLS library
+//!   (building it on Linux needs OpenSSL's headers and `pkg-config`).
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -173,9 +235,9 @@ pub mod testkit;
 struct ReadmeExamples;
 
 pub use config::{
-    Config, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING, DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX,
-    DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL,
-    MAX_WAIT,
+    Config, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_PADDING,
+    DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
+    DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use failure::{FailureKind, NodeFailure};

@@ -2,11 +2,14 @@
 
 use std::time::Duration;
 
+mod connect;
 mod operations;
 mod retry;
 mod validate;
 mod watchdog;
 
+pub(crate) use connect::Connect;
+pub use connect::DEFAULT_CONNECT_TIMEOUT;
 pub use watchdog::DEFAULT_EXTEND_AT;
 pub(crate) use watchdog::Policy;
 
@@ -53,6 +56,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `retry_jitter` | `100 ms` | random spread (+/-) around `retry_delay`; at most [`MAX_WAIT`] |
 /// | `acquire_timeout` | none | overall deadline for `lock`, across retries; at most [`MAX_TTL`] |
 /// | `node_timeout` | `100 ms` | limit on one call to one node (connect included); at most [`MAX_WAIT`] |
+/// | `connect_timeout` | `1 s` | limit on opening a connection, which goes on in the background past a call's limit; at most [`MAX_WAIT`] |
 /// | `key_prefix` | `"redquorum:"` | prefix of every key written; must not contain `lock:`, `fence:` or `released:` |
 /// | `fencing` | `false` | issue a fencing token with every acquisition |
 /// | `extend_at` | `1/3` | share of the TTL left when the watchdog extends, in `(0, 1)` |
@@ -62,6 +66,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
 /// | `holder_label` | none | text stored with each lock, shown by [`Redlock::inspect`](crate::Redlock::inspect) |
 /// | `strict_checks` | `false` | no acquisition until [`Redlock::check`](crate::Redlock::check) has passed |
+/// | `tls_certificates` | none | CA and client certificate for `rediss://` nodes (TLS features) |
 ///
 /// # Examples
 ///
@@ -93,6 +98,7 @@ pub struct Config {
     release_notifications: bool,
     strict_checks: bool,
     holder_label: Option<String>,
+    connect: Connect,
 }
 
 impl Default for Config {
@@ -113,6 +119,7 @@ impl Default for Config {
             release_notifications: true,
             strict_checks: false,
             holder_label: None,
+            connect: Connect::default(),
         }
     }
 }
@@ -211,7 +218,9 @@ impl Config {
 
     /// Sets the limit on one call to one node, connection set-up included.
     /// A hung node costs at most this much per operation. Keep it well
-    /// below the TTLs you use.
+    /// below the TTLs you use. A connection still opening when a call
+    /// gives up goes on opening in the background, up to the
+    /// [connect timeout](Self::with_connect_timeout).
     ///
     /// ```
     /// use std::time::Duration;

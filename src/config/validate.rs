@@ -38,6 +38,7 @@ impl Config {
             ));
         }
         self.watchdog.validate()?;
+        self.connect.validate()?;
         let bounded = [
             (
                 "drift padding",

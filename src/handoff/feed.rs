@@ -111,6 +111,7 @@ pub(super) async fn run_feed(
     index: usize,
     client: Client,
     timeout: Duration,
+    connect_timeout: Duration,
     inner: Weak<Inner>,
     changed: Arc<Notify>,
     resumed: bool,
@@ -169,7 +170,7 @@ pub(super) async fn run_feed(
                     .connects
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
-            conn = connect(index, &client, timeout).await;
+            conn = connect(index, &client, connect_timeout).await;
             if conn.is_none() {
                 backoff.failed();
                 continue;

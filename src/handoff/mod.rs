@@ -79,6 +79,7 @@ fn start_feeds(this: &Arc<Inner>) {
             index,
             client.clone(),
             this.timeout,
+            this.connect_timeout,
             Arc::downgrade(this),
             Arc::clone(&feed.changed),
             resumed,
@@ -96,11 +97,18 @@ impl Handoff {
     /// A registry over the nodes of `clients`; no I/O until the first wait.
     /// `quorum`: how many nodes must announce a release before a waiter is
     /// woken (the lock is then free on a quorum, so its attempt can succeed).
-    pub(crate) fn new(clients: Vec<Client>, timeout: Duration, quorum: usize) -> Self {
+    /// `timeout` bounds each call, `connect_timeout` opening a connection.
+    pub(crate) fn new(
+        clients: Vec<Client>,
+        timeout: Duration,
+        connect_timeout: Duration,
+        quorum: usize,
+    ) -> Self {
         Handoff {
             inner: Arc::new(Inner {
                 clients,
                 timeout,
+                connect_timeout,
                 quorum,
                 entries: Mutex::new(HashMap::new()),
                 feeds: Mutex::new(Vec::new()),
@@ -181,7 +189,12 @@ mod tests {
     fn registry() -> Handoff {
         // Port 1 refuses at once: the feeds never connect.
         let clients = vec![Client::open("redis://127.0.0.1:1/").unwrap()];
-        Handoff::new(clients, Duration::from_millis(50), 1)
+        Handoff::new(
+            clients,
+            Duration::from_millis(50),
+            Duration::from_secs(1),
+            1,
+        )
     }
 
     #[test]
@@ -247,7 +260,12 @@ mod tests {
         let clients = (1..=5)
             .map(|port| Client::open(format!("redis://127.0.0.1:{port}/")).unwrap())
             .collect();
-        let handoff = Handoff::new(clients, Duration::from_millis(50), 3);
+        let handoff = Handoff::new(
+            clients,
+            Duration::from_millis(50),
+            Duration::from_secs(1),
+            3,
+        );
         let interest = handoff.interest(vec!["c".to_owned()]);
         let far = Instant::now() + Duration::from_secs(30);
         let mut waiting = Box::pin(interest.wait_until(far));
@@ -504,7 +522,12 @@ mod tests {
             let cluster = LocalCluster::start(1).unwrap();
             let direct = cluster.direct_url(0);
             let clients = vec![Client::open(cluster.url(0)).unwrap()];
-            let handoff = Handoff::new(clients, Duration::from_millis(200), 1);
+            let handoff = Handoff::new(
+                clients,
+                Duration::from_millis(200),
+                Duration::from_secs(1),
+                1,
+            );
             let _keep = handoff.interest(vec!["keep".to_owned()]);
             let subscribed = eventually(Duration::from_secs(10), || {
                 subscribers(&direct, "keep") == 1

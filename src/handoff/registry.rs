@@ -60,6 +60,8 @@ pub(super) struct Feed {
 pub(super) struct Inner {
     pub(super) clients: Vec<Client>,
     pub(super) timeout: Duration,
+    /// The bound on opening a pub/sub connection.
+    pub(super) connect_timeout: Duration,
     /// Announcements of one release that wake a waiter.
     pub(super) quorum: usize,
     /// Waiters per channel: its keys are the wanted set.

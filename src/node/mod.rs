@@ -5,6 +5,7 @@
 pub(crate) mod acl;
 pub(crate) mod commands;
 pub(crate) mod scripts;
+mod tls;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -13,7 +14,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 
 use self::acl::{DIAGNOSE, Lua};
-use crate::error::{Error, NodeOutcome, Result};
+use crate::config::Connect;
+use crate::error::{NodeOutcome, Result};
 use crate::failure::{FailureKind, NodeFailure, is_script_denied};
 
 /// Why one call to one node did not give an answer.
@@ -76,36 +78,33 @@ pub(crate) struct Node {
     /// the runtime it lived on has shut down.
     conn: Mutex<Option<Connection>>,
     timeout: Duration,
+    /// The bound on opening a connection, which may exceed `timeout`.
+    connect_timeout: Duration,
 }
 
 impl Node {
     /// Parses one node address. `index` is its position in the list given,
-    /// for messages.
+    /// for messages. `timeout` bounds each call; `connect` says how
+    /// connections open (their bound, certificates for `rediss://`).
     pub(crate) fn new(
         index: usize,
         info: impl IntoConnectionInfo,
         timeout: Duration,
+        connect: &Connect,
     ) -> Result<Self> {
         let info = info
             .into_connection_info()
-            .map_err(|e| Error::Config(format!("node {index}: not a usable Redis URL: {e}")))?;
-        if !info.addr().is_supported() {
-            return Err(Error::Config(format!(
-                "node {index} ({}): this address kind is not supported by this build \
-                 (TLS needs a redis TLS feature; unix sockets need a unix platform)",
-                info.addr()
-            )));
-        }
+            .map_err(|e| tls::unusable_url(index, &e))?;
         let name = display_name(&info);
         let server = server_of(info.addr());
-        let client =
-            Client::open(info).map_err(|e| Error::Config(format!("node {index} ({name}): {e}")))?;
+        let client = tls::client(index, info, &name, connect)?;
         Ok(Node {
             name,
             server,
             client,
             conn: Mutex::new(None),
             timeout,
+            connect_timeout: connect.timeout(),
         })
     }
 
@@ -124,6 +123,11 @@ impl Node {
         self.timeout
     }
 
+    /// The bound on opening a connection to this node.
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
     /// The client, for connections of other kinds (pub/sub).
     pub(crate) fn client(&self) -> &Client {
         &self.client
@@ -135,16 +139,28 @@ impl Node {
             return Ok(live.manager.clone());
         }
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
+            .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
         let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
             .map_err(|e| NodeError::redis(&e))?;
+        let handle =
+            tokio::runtime::Handle::try_current().map_err(|_| NodeError::redis(&no_runtime()))?;
         // Ends (as a cancelled task) when the runtime shuts down, taking
         // the connection's driver with it: the next call opens a new one.
-        let runtime = tokio::runtime::Handle::try_current()
-            .map(|runtime| runtime.spawn(std::future::pending::<()>()))
-            .map_err(|_| NodeError::redis(&no_runtime()))?;
+        let runtime = handle.spawn(std::future::pending::<()>());
+        // The first connection makes progress only while a call waits on
+        // it, and a call gives up after the node timeout: this task sees
+        // it through (within the connect timeout), so that a set-up slower
+        // than a call (a TLS handshake to a distant node) still completes,
+        // or fails with its real reason, for the calls that follow.
+        let mut opening = manager.clone();
+        let limit = self.connect_timeout.saturating_add(self.timeout);
+        handle.spawn(async move {
+            let ping = redis::cmd("PING");
+            let _ =
+                tokio::time::timeout(limit, ping.query_async::<redis::Value>(&mut opening)).await;
+        });
         *conn = Some(Connection {
             manager: manager.clone(),
             runtime,
@@ -215,12 +231,28 @@ impl Node {
         &self,
         cmd: &redis::Cmd,
     ) -> NodeResult<T> {
+        self.command_within(cmd, self.timeout).await
+    }
+
+    /// Runs one command, bounded by `limit` instead of the node timeout.
+    pub(crate) async fn command_within<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        limit: Duration,
+    ) -> NodeResult<T> {
         let mut conn = self.connection()?;
-        self.bounded(cmd.query_async(&mut conn)).await
+        Self::within(limit, cmd.query_async(&mut conn)).await
     }
 
     async fn bounded<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> NodeResult<T> {
-        match tokio::time::timeout(self.timeout, call).await {
+        Self::within(self.timeout, call).await
+    }
+
+    async fn within<T>(
+        limit: Duration,
+        call: impl Future<Output = redis::RedisResult<T>>,
+    ) -> NodeResult<T> {
+        match tokio::time::timeout(limit, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(NodeError::redis(&e)),
             Err(_) => Err(NodeError::TimedOut),
@@ -257,6 +289,7 @@ mod tests {
             0,
             "redis://:secret@127.0.0.1:7001/3",
             Duration::from_millis(5),
+            &Connect::default(),
         )
         .map_err(|e| e.to_string());
         let node = node.as_ref().map(Node::name);
@@ -265,10 +298,15 @@ mod tests {
 
     #[test]
     fn bad_url_is_a_config_error_naming_the_node() {
-        let err = Node::new(2, "http://example", Duration::from_millis(5))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = Node::new(
+            2,
+            "http://example",
+            Duration::from_millis(5),
+            &Connect::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
         assert!(err.contains("node 2"), "{err}");
     }
 }

@@ -110,7 +110,7 @@ impl Redlock {
         let mut parsed: Vec<Arc<Node>> = Vec::new();
         let mut servers = std::collections::HashMap::new();
         for (index, info) in nodes.into_iter().enumerate() {
-            let node = Node::new(index, info, config.node_timeout())?;
+            let node = Node::new(index, info, config.node_timeout(), config.connect())?;
             if let Some(first) = servers.insert(node.server().to_owned(), index) {
                 return Err(Error::Config(format!(
                     "nodes {first} and {index} are the same server ({}), whatever their \
@@ -133,6 +133,7 @@ impl Redlock {
         let handoff = Handoff::new(
             parsed.iter().map(|n| n.client().clone()).collect(),
             config.node_timeout(),
+            config.connect_timeout(),
             quorum,
         );
         Ok(Redlock {

@@ -1,98 +1,17 @@
 //! [`LocalCluster`]: N local `redis-server` processes, each behind a fault
 //! proxy.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::builder::{LocalClusterBuilder, TempDir};
+use super::certs::TestCertificates;
 use super::error::TestkitError;
 use super::proxy::{Proxy, ProxyMode};
 use super::server::{NodeState, RedisServer};
 
-/// Environment variable that may point at the `redis-server` binary.
-pub const REDIS_SERVER_BIN_ENV: &str = "REDIS_SERVER_BIN";
-
 /// Read/write timeout of [`LocalCluster::connection`].
 const ASSERTION_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Makes temporary directory names unique within this process.
-static DIR_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Configures and starts a [`LocalCluster`]. Obtained from
-/// [`LocalCluster::builder`].
-///
-/// ```no_run
-/// use redquorum::testkit::LocalCluster;
-///
-/// let cluster = LocalCluster::builder()
-///     .nodes(5)
-///     .redis_server_bin("/usr/bin/redis-server")
-///     .start()?;
-/// assert_eq!(cluster.len(), 5);
-/// # Ok::<(), redquorum::testkit::TestkitError>(())
-/// ```
-#[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until start() is called"]
-pub struct LocalClusterBuilder {
-    nodes: usize,
-    redis_server_bin: Option<PathBuf>,
-}
-
-impl Default for LocalClusterBuilder {
-    fn default() -> Self {
-        LocalClusterBuilder {
-            nodes: 3,
-            redis_server_bin: None,
-        }
-    }
-}
-
-impl LocalClusterBuilder {
-    /// Number of nodes to start (default 3).
-    pub fn nodes(mut self, n: usize) -> Self {
-        self.nodes = n;
-        self
-    }
-
-    /// Use this `redis-server` binary instead of `$REDIS_SERVER_BIN` or the
-    /// one found on `PATH`.
-    pub fn redis_server_bin(mut self, path: impl Into<PathBuf>) -> Self {
-        self.redis_server_bin = Some(path.into());
-        self
-    }
-
-    /// Starts the cluster: one `redis-server` per node on a free
-    /// `127.0.0.1` port, each fronted by a proxy in [`ProxyMode::Pass`].
-    /// Returns once every node answers `PING`.
-    ///
-    /// # Errors
-    ///
-    /// - [`TestkitError::RedisServerMissing`] if no binary is found.
-    /// - [`TestkitError::StartFailed`] if a node does not answer `PING`
-    ///   within 10 s (after retrying with other ports); the error quotes the
-    ///   node's log.
-    /// - [`TestkitError::Spawn`] / [`TestkitError::Io`] for OS failures.
-    ///
-    /// Nodes already started are killed again on error.
-    pub fn start(self) -> Result<LocalCluster, TestkitError> {
-        let bin = resolve_bin(self.redis_server_bin.as_deref())?;
-        let root = TempDir::create()?;
-        let mut nodes = Vec::with_capacity(self.nodes);
-        for index in 0..self.nodes {
-            let server = RedisServer::start(index, &bin, &root.path.join(format!("node-{index}")))?;
-            let target = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port()));
-            let proxy = Proxy::start(index, target)?;
-            nodes.push(Node {
-                direct_port: server.port(),
-                server: Mutex::new(server),
-                proxy,
-            });
-        }
-        Ok(LocalCluster { nodes, _root: root })
-    }
-}
 
 /// N local `redis-server` processes, each fronted by a TCP fault proxy, for
 /// tests, examples and benches.
@@ -136,16 +55,20 @@ impl LocalClusterBuilder {
 /// ```
 #[derive(Debug)]
 pub struct LocalCluster {
-    nodes: Vec<Node>,
+    pub(super) nodes: Vec<Node>,
+    /// For a TLS cluster, the certificates its nodes were started with.
+    pub(super) certificates: Option<TestCertificates>,
     // Declared last: dropped after the nodes (servers are killed first).
-    _root: TempDir,
+    pub(super) _root: TempDir,
 }
 
 #[derive(Debug)]
-struct Node {
-    direct_port: u16,
-    server: Mutex<RedisServer>,
-    proxy: Proxy,
+pub(super) struct Node {
+    /// The plain port of `redis-server` (TLS clusters keep it too).
+    pub(super) direct_port: u16,
+    pub(super) server: Mutex<RedisServer>,
+    /// Fronts the TLS port on a TLS cluster, the plain one otherwise.
+    pub(super) proxy: Proxy,
 }
 
 impl Drop for Node {
@@ -195,24 +118,52 @@ impl LocalCluster {
     }
 
     /// `redis://127.0.0.1:<proxy port>/` for every node, in index order: the
-    /// URLs lock clients should use.
+    /// URLs lock clients should use; `rediss://` on a TLS cluster
+    /// ([`LocalClusterBuilder::tls`]).
     #[must_use]
     pub fn urls(&self) -> Vec<String> {
-        self.nodes.iter().map(|n| url_for(n.proxy.port())).collect()
+        (0..self.len()).map(|i| self.url(i)).collect()
     }
 
-    /// The proxied URL of node `i`.
+    /// The proxied URL of node `i` (`rediss://` on a TLS cluster).
     ///
     /// # Panics
     ///
     /// If `i >= self.len()`.
     #[must_use]
     pub fn url(&self, i: usize) -> String {
-        url_for(self.node_or_panic(i).proxy.port())
+        let port = self.node_or_panic(i).proxy.port();
+        match self.certificates {
+            Some(_) => format!("rediss://127.0.0.1:{port}/"),
+            None => url_for(port),
+        }
+    }
+
+    /// The certificates of a TLS cluster ([`LocalClusterBuilder::tls`]):
+    /// trust its CA to reach the nodes. `None` for a plain cluster.
+    ///
+    /// ```no_run
+    /// # #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use redquorum::testkit::LocalCluster;
+    /// use redquorum::{Config, Redlock};
+    ///
+    /// let cluster = LocalCluster::builder().nodes(3).tls().start()?;
+    /// let certs = cluster.certificates().expect("a TLS cluster").tls_certificates();
+    /// let redlock = Redlock::with_config(cluster.urls(), Config::default().with_tls_certificates(certs))?;
+    /// # let _ = redlock;
+    /// # Ok(()) }
+    /// # #[cfg(not(any(feature = "tls-rustls", feature = "tls-native-tls")))]
+    /// # fn main() {}
+    /// ```
+    #[must_use]
+    pub fn certificates(&self) -> Option<&TestCertificates> {
+        self.certificates.as_ref()
     }
 
     /// `redis://127.0.0.1:<redis-server port>/` for every node, bypassing the
-    /// proxies (benches, assertions). Stable across restarts.
+    /// proxies (benches, assertions). Stable across restarts. Plain also on
+    /// a TLS cluster.
     #[must_use]
     pub fn direct_urls(&self) -> Vec<String> {
         self.nodes.iter().map(|n| url_for(n.direct_port)).collect()
@@ -428,62 +379,5 @@ impl LocalCluster {
                 self.nodes.len()
             ),
         }
-    }
-}
-
-/// Finds `redis-server`: explicit path, else `$REDIS_SERVER_BIN`, else `PATH`.
-fn resolve_bin(explicit: Option<&Path>) -> Result<PathBuf, TestkitError> {
-    let configured = explicit.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os(REDIS_SERVER_BIN_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    if let Some(path) = configured {
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(TestkitError::RedisServerMissing {
-                configured: Some(path),
-            })
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("redis-server"))
-        .find(|candidate| candidate.is_file())
-        .ok_or(TestkitError::RedisServerMissing { configured: None })
-}
-
-/// A per-cluster directory under the system temp dir, removed on drop.
-#[derive(Debug)]
-struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    fn create() -> Result<Self, TestkitError> {
-        let base = std::env::temp_dir();
-        loop {
-            let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!("redquorum-testkit-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&path) {
-                Ok(()) => return Ok(TempDir { path }),
-                // Left over by an earlier process with the same pid.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(source) => {
-                    return Err(TestkitError::Io {
-                        context: format!("creating temporary directory {}", path.display()),
-                        source,
-                    });
-                }
-            }
-        }
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
     }
 }

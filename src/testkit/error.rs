@@ -115,4 +115,13 @@ pub enum TestkitError {
         #[source]
         source: redis::RedisError,
     },
+
+    /// The test certificates could not be made.
+    #[error("could not generate the test TLS certificates ({what}): {reason}")]
+    Certificates {
+        /// Which certificate or key.
+        what: &'static str,
+        /// What the certificate library said.
+        reason: String,
+    },
 }

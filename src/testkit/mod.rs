@@ -23,6 +23,8 @@
 //! # Ok::<(), redquorum::testkit::TestkitError>(())
 //! ```
 
+mod builder;
+mod certs;
 mod cluster;
 mod error;
 mod fenced;
@@ -34,7 +36,9 @@ mod proxy;
 mod resp;
 mod server;
 
-pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
+pub use builder::{LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
+pub use certs::TestCertificates;
+pub use cluster::LocalCluster;
 pub use error::TestkitError;
 pub use fenced::{FencedResource, FencedWrite, StaleToken};
 pub use history::{Counter, History, Hold};

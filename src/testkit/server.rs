@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::certs::{CertFiles, ServerTls};
 use super::error::TestkitError;
 
 /// How long a freshly spawned server may take to answer `PING`.
@@ -42,12 +43,21 @@ pub(crate) struct RedisServer {
     /// Started (or switched at runtime) with `appendonly yes` and
     /// `appendfsync always`: a restart keeps the data.
     aof: bool,
+    /// Also listens for TLS (the plain port stays open for the testkit).
+    tls: Option<ServerTls>,
 }
 
 impl RedisServer {
     /// Spawns a server for node `index` on a free port, retrying with a new
-    /// port if the chosen one was taken in between.
-    pub(crate) fn start(index: usize, bin: &Path, dir: &Path) -> Result<Self, TestkitError> {
+    /// port if the chosen one was taken in between. With `tls`, it also
+    /// listens for TLS on a second free port with those certificates,
+    /// requiring client certificates when the flag is set.
+    pub(crate) fn start(
+        index: usize,
+        bin: &Path,
+        dir: &Path,
+        tls: Option<(&CertFiles, bool)>,
+    ) -> Result<Self, TestkitError> {
         std::fs::create_dir_all(dir).map_err(|source| TestkitError::Io {
             context: format!("creating data directory {} for node {index}", dir.display()),
             source,
@@ -55,6 +65,14 @@ impl RedisServer {
         let mut last_err = None;
         for _ in 0..START_ATTEMPTS {
             let port = free_port()?;
+            let tls = match tls {
+                Some((files, auth_clients)) => Some(ServerTls {
+                    port: free_port()?,
+                    files: files.clone(),
+                    auth_clients,
+                }),
+                None => None,
+            };
             let mut server = RedisServer {
                 index,
                 bin: bin.to_path_buf(),
@@ -63,6 +81,7 @@ impl RedisServer {
                 child: None,
                 paused: false,
                 aof: false,
+                tls,
             };
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
@@ -84,6 +103,11 @@ impl RedisServer {
     /// The port `redis-server` listens on (stable across restarts).
     pub(crate) fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port, for a node started with TLS.
+    pub(crate) fn tls_port(&self) -> Option<u16> {
+        self.tls.as_ref().map(|tls| tls.port)
     }
 
     /// The pid of the running process, if any.
@@ -320,6 +344,7 @@ impl RedisServer {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(&log)
+            .args(self.tls.iter().flat_map(ServerTls::args))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
