@@ -9,19 +9,22 @@ use std::sync::Arc;
 
 use redis::{ErrorKind, RedisError, Value};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::node::{Node, NodeError};
 use crate::problem::{NodeCheck, NodeProblem};
 
 /// Facts about every node, duplicates resolved across nodes.
 pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
-    let mut checks = futures_util::future::join_all(
-        nodes
-            .iter()
-            .enumerate()
-            .map(|(index, node)| probe(index, Arc::clone(node))),
-    )
-    .await;
+    let span = crate::spans::check(nodes.len());
+    let start = Instant::now();
+    let probes = nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| probe(index, Arc::clone(node)));
+    let mut checks = futures_util::future::join_all(probes)
+        .instrument(span.clone())
+        .await;
     for i in 0..checks.len() {
         let Some(run_id) = checks[i].run_id.clone() else {
             continue;
@@ -38,6 +41,7 @@ pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
             checks[i].problems.push(problem);
         }
     }
+    crate::spans::finish_check(&span, &checks, start.elapsed());
     checks
 }
 

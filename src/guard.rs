@@ -63,12 +63,6 @@ impl LockGuard {
         }
     }
 
-    /// The state shared with background tasks (watchdog).
-    #[allow(dead_code)]
-    pub(crate) fn held(&self) -> &Arc<Held> {
-        &self.held
-    }
-
     /// The locked resource (the first one, for a multi-resource lock).
     ///
     /// ```no_run
@@ -349,7 +343,8 @@ impl Drop for LockGuard {
                 }
                 held.next_round().await.clone()
             };
-            release::spawn_release(&self.shared, &self.held.keys, &self.held.value, before);
+            let keys = (self.held.resource(), &self.held.keys);
+            release::spawn_release(&self.shared, keys, &self.held.value, before);
         }
     }
 }

@@ -115,6 +115,35 @@
 //! A reentrant lock and a plain lock of the same resource exclude each
 //! other.
 //!
+//! ## Tracing
+//!
+//! Every operation is a span at INFO, with OpenTelemetry's field names
+//! where one exists, so that a subscriber exporting to OpenTelemetry
+//! (`tracing-opentelemetry`) gets structured traces with no OpenTelemetry
+//! dependency here:
+//!
+//! | span | when |
+//! |---|---|
+//! | `redquorum.acquire` | one acquisition attempt (each retry is a span of its own) |
+//! | `redquorum.extend` | one extension round, yours or the watchdog's |
+//! | `redquorum.release` | the release of a held lock (`redquorum.dropped` when by `Drop`) |
+//! | `redquorum.check` | one run of the start-up checks |
+//!
+//! Their fields: `db.system.name` (`redis`), `db.operation.name`,
+//! `redquorum.resource`, `redquorum.attempt`, `redquorum.quorum`,
+//! `redquorum.granted` and `redquorum.refused` (votes of the deciding
+//! round), `redquorum.outcome` (`acquired`, `contended`, `unavailable`,
+//! `validity_exhausted`, `extended`, `gone`, `expired`, `not_confirmed`,
+//! `released`, `ok`, `problems`), `error.type` (the outcome, when it is a
+//! failure) and `redquorum.elapsed_ms`. Inside them, each node's answer is
+//! an event at DEBUG with `server.address`, `server.port`,
+//! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`, or
+//! the server's error code) and `redquorum.elapsed_ms`. Nothing routine is
+//! logged at WARN: a lock at risk (an extension failed, validity left) or
+//! lost, and what needs a person (the start-up checks' findings, a guard
+//! with no runtime to release it). Lock values and credentials are never
+//! recorded; nodes are named by address.
+//!
 //! ## Layout
 //!
 //! The modules stand on five floors; each uses only the floors below it.
@@ -125,7 +154,7 @@
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
 //! | 2, N nodes | `quorum`, `check`, `handoff`, `background` | fan-out and tally, start-up checks, release notifications, background tasks |
 //! | 1, one node | `node` (`commands`, `scripts`) | a connection with a timeout, every lock command and Lua script |
-//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
+//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value`, `spans` | settings, errors, TTL arithmetic, the key schema, lock values, span fields |
 //!
 //! ## Features
 //!
@@ -143,6 +172,7 @@ mod config;
 mod error;
 mod keys;
 mod problem;
+mod spans;
 mod ttl;
 mod value;
 // Floor 1, one node.

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
 use crate::error::{Attempts, Error, NodeOutcome, Result};
 use crate::handoff::Interest;
 use crate::quorum::{Decision, Leftover};
+use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
 use crate::{keys, value};
 
@@ -49,12 +51,25 @@ pub(crate) async fn acquire(
     let mut interest: Option<Interest> = None;
     loop {
         attempts += 1;
-        tracing::debug!(resource = %resources[0], attempt = attempts, "acquire attempt");
-        let outcome = match owner {
-            Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
-            None if config.fencing() => fenced::attempt(shared, &resources, &keys, &ttl).await,
-            None => attempt(shared, &resources, &keys, &ttl, None).await,
+        let span = spans::acquire(&resources[0], attempts, shared.quorum);
+        let started = Instant::now();
+        let outcome = async {
+            match owner {
+                Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
+                None if config.fencing() => fenced::attempt(shared, &resources, &keys, &ttl).await,
+                None => attempt(shared, &resources, &keys, &ttl, None).await,
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        let kind = outcome.as_ref().err().map(|f| f.kind(shared.quorum));
+        let end = End {
+            outcome: kind.unwrap_or("acquired"),
+            failed: kind.is_some(),
+            votes: None,
+            elapsed: started.elapsed(),
         };
+        spans::finish(&span, end);
         // After the first attempt, so that the checks never slow it down.
         super::warn_once(shared);
         let failure = match outcome {
@@ -117,7 +132,7 @@ async fn attempt(
         None => value::fresh().into(),
     };
     let owner: Option<Arc<str>> = owner.map(Arc::from);
-    let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+    let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let mut round = shared
         .fan_out("acquire", Leftover::Finish, &[], |node| {
@@ -135,6 +150,7 @@ async fn attempt(
             }
         })
         .await;
+    spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
     let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
         .filter(|v| *v > shared.config.min_validity());
@@ -142,7 +158,7 @@ async fn attempt(
         && let Some(validity) = validity
     {
         let gates = pending.disarm();
-        tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
+        tracing::debug!(?validity, "lock acquired");
         return Ok(Held::acquired(
             resources, keys, value, None, ttl, start, gates,
         ));

@@ -98,6 +98,26 @@ pub(crate) struct Failure {
     pub(crate) validity_exhausted: bool,
 }
 
+impl Failure {
+    /// Why the attempt failed, for spans and metrics: `validity_exhausted`
+    /// (a quorum granted too late), `unavailable` (too few nodes answered
+    /// for a quorum even had the lock been free) or `contended`.
+    pub(crate) fn kind(&self, quorum: usize) -> &'static str {
+        let usable = self
+            .reports
+            .iter()
+            .filter(|r| !r.outcome().is_unavailable())
+            .count();
+        if self.validity_exhausted {
+            "validity_exhausted"
+        } else if usable < quorum {
+            "unavailable"
+        } else {
+            "contended"
+        }
+    }
+}
+
 /// Runs the checks in the background on the first acquisition and logs
 /// what they find; never blocks or fails the caller.
 pub(crate) fn warn_once(shared: &Arc<Shared>) {
