@@ -42,6 +42,7 @@ pub(crate) async fn report(nodes: &[Arc<Node>]) -> Vec<NodeCheck> {
         }
     }
     crate::spans::finish_check(&span, &checks, start.elapsed());
+    crate::metrics::checked(&checks);
     checks
 }
 

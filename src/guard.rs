@@ -334,7 +334,7 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            self.held.mark_lost();
+            self.held.dropped(&self.shared.config);
             let watchdog = self.watchdog.take().map(Watchdog::abort);
             let held = Arc::clone(&self.held);
             let before = async move {

@@ -154,7 +154,7 @@
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
 //! | 2, N nodes | `quorum`, `check`, `handoff`, `background` | fan-out and tally, start-up checks, release notifications, background tasks |
 //! | 1, one node | `node` (`commands`, `scripts`) | a connection with a timeout, every lock command and Lua script |
-//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value`, `spans` | settings, errors, TTL arithmetic, the key schema, lock values, span fields |
+//! | 0, vocabulary | `config`, `error`, `problem`, `ttl`, `keys`, `value`, `spans`, `metrics` | settings, errors, TTL arithmetic, the key schema, lock values, span fields, metric names |
 //!
 //! ## Features
 //!
@@ -163,6 +163,9 @@
 //!   blackhole), for tests, demos and benches.
 //! - `cli`: the `redquorum` command-line tool (`run` a command under a lock,
 //!   `check` the nodes, `status` of a lock).
+//! - `metrics`: acquisition, wait, hold and extension metrics, lost locks,
+//!   and per-node votes and latency through the `metrics` facade; the
+//!   [`metrics`] module has the table.
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -171,6 +174,7 @@
 mod config;
 mod error;
 mod keys;
+pub mod metrics;
 mod problem;
 mod spans;
 mod ttl;

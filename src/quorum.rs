@@ -12,8 +12,7 @@ use tracing::Instrument;
 
 use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
-use crate::node::{Node, NodeError, NodeResult};
-use crate::spans;
+use crate::node::{Node, NodeError, NodeResult, observe};
 
 /// Completes once one node's call of a round is over: answered, failed,
 /// timed out, or dropped unsent. Cheap to clone.
@@ -219,42 +218,29 @@ where
         let Some((index, answer, elapsed)) = pending.next().await else {
             break;
         };
-        let error = answer.as_ref().err().map(error_type);
-        let outcome = match answer {
-            Ok(value) => {
-                let outcome = if granted(&value) {
-                    NodeOutcome::Granted
-                } else {
-                    NodeOutcome::Refused
-                };
-                values[index] = Some(value);
-                outcome
-            }
-            Err(e) => e.outcome(),
-        };
-        let server = nodes[index].server();
-        spans::node_answer(op, server, &outcome, error.as_deref(), (elapsed, false));
+        let node = (op, &*nodes[index]);
+        let outcome = observe::answered(node, &answer, granted, (elapsed, false));
+        if let Ok(value) = answer {
+            values[index] = Some(value);
+        }
         decision = tally.record(outcome.is_success());
         outcomes[index] = outcome;
     }
     match leftover {
         Leftover::Drop => drop(pending),
-        Leftover::Wait => while pending.next().await.is_some() {},
+        Leftover::Wait => {
+            while let Some((index, answer, elapsed)) = pending.next().await {
+                observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
+            }
+        }
         Leftover::Finish if !pending.is_empty() => {
             // fan_out runs inside a runtime (it awaits tokio timers), so
             // this spawns; were it not to, the calls are dropped, which
             // opens their gates.
-            let servers: Vec<Arc<Node>> = nodes.to_vec();
+            let nodes: Vec<Arc<Node>> = nodes.to_vec();
             let late = async move {
                 while let Some((index, answer, elapsed)) = pending.next().await {
-                    let error = answer.as_ref().err().map(error_type);
-                    let outcome = match &answer {
-                        Ok(value) if granted(value) => NodeOutcome::Granted,
-                        Ok(_) => NodeOutcome::Refused,
-                        Err(e) => e.outcome(),
-                    };
-                    let server = servers[index].server();
-                    spans::node_answer(op, server, &outcome, error.as_deref(), (elapsed, true));
+                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
                 }
             };
             chain.background.spawn(late.in_current_span());
@@ -269,18 +255,6 @@ where
         gates,
     };
     (round, values)
-}
-
-/// `error.type` of a failed node call: `timeout`, the server's error code
-/// (`READONLY`, `NOSCRIPT`, ...), or the kind of a client-side error.
-fn error_type(error: &NodeError) -> String {
-    match error {
-        NodeError::TimedOut => "timeout".to_owned(),
-        NodeError::Redis(e) => match e.code() {
-            Some(code) => code.to_owned(),
-            None => format!("{:?}", e.kind()),
-        },
-    }
 }
 
 #[cfg(test)]

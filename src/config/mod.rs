@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+mod labels;
 mod retry;
 mod validate;
 mod watchdog;
@@ -59,6 +60,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `max_hold` | none | the watchdog never extends past acquisition + this; at most [`MAX_TTL`] |
 /// | `reseed_restarted_nodes` | `false` | put the key back on nodes that lost it |
 /// | `release_notifications` | `true` | releases wake waiters of `lock()` at once (pub/sub) |
+/// | `metrics_resource_label` | `false` | lock metrics carry the resource name (feature `metrics`) |
 ///
 /// # Examples
 ///
@@ -88,6 +90,7 @@ pub struct Config {
     fencing: bool,
     watchdog: Policy,
     release_notifications: bool,
+    metrics_resource_label: bool,
 }
 
 impl Default for Config {
@@ -106,6 +109,7 @@ impl Default for Config {
             fencing: false,
             watchdog: Policy::default(),
             release_notifications: true,
+            metrics_resource_label: false,
         }
     }
 }

@@ -40,6 +40,8 @@ pub(crate) async fn acquire(
     let keys: Arc<[String]> = names.iter().map(|r| shared.lock_key(r)).collect();
     let resources: Arc<[String]> = names.into();
     let config = &shared.config;
+    let called = Instant::now();
+    let meter = crate::metrics::lock(config, &resources[0]);
     let give_up_at = config
         .acquire_timeout()
         .and_then(|t| Instant::now().checked_add(t));
@@ -70,10 +72,14 @@ pub(crate) async fn acquire(
             elapsed: started.elapsed(),
         };
         spans::finish(&span, end);
+        meter.attempt(end.outcome, end.elapsed);
         // After the first attempt, so that the checks never slow it down.
         super::warn_once(shared);
         let failure = match outcome {
-            Ok(held) => return Ok(held),
+            Ok(held) => {
+                meter.acquisition("acquired", called.elapsed(), attempts);
+                return Ok(held);
+            }
             Err(failure) => failure,
         };
         let now = Instant::now();
@@ -90,6 +96,7 @@ pub(crate) async fn acquire(
         };
         let out_of_time = give_up_at.is_some_and(|at| wake_at >= at);
         if pauses > retries || out_of_time {
+            meter.acquisition(failure.kind(shared.quorum), called.elapsed(), attempts);
             let attempts = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
                 .with_validity_exhausted(failure.validity_exhausted);
             tracing::debug!(%attempts, "lock not acquired");

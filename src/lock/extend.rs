@@ -33,7 +33,11 @@ impl Held {
     pub(crate) async fn extend_round(&self, shared: &Shared, ttl: &Ttl) -> Result<()> {
         let span = spans::extend(self.resource(), shared.quorum);
         let start = Instant::now();
+        let deadline = self.status().deadline;
         let result = self.round(shared, ttl).instrument(span.clone()).await;
+        let margin = deadline.saturating_duration_since(Instant::now());
+        let meter = crate::metrics::lock(&shared.config, self.resource());
+        meter.extension(result.is_ok().then_some(margin));
         let outcome = match &result {
             Ok(()) => "extended",
             Err(Error::Expired) if self.status().lost => "gone",
@@ -118,7 +122,7 @@ impl Held {
         }
         // The deadline stays at the earlier of the old and the new one.
         if round.refused() > shared.nodes.len() - shared.quorum {
-            self.mark_lost();
+            self.lose(&shared.config);
             tracing::debug!("extend found the lock gone");
             return Err(Error::Expired);
         }

@@ -24,6 +24,7 @@ impl Held {
     pub(crate) async fn release(&self, shared: &Shared) -> bool {
         let span = spans::release(self.resource(), shared.quorum, false);
         let start = Instant::now();
+        let expired = self.remaining().is_zero();
         self.mark_lost();
         let round = async {
             let last = self.next_round().await;
@@ -34,6 +35,12 @@ impl Held {
         .instrument(span.clone())
         .await;
         finish(&span, &round, start);
+        let held = round.decision == Decision::Won && !expired;
+        let meter = crate::metrics::lock(&shared.config, self.resource());
+        meter.hold_ended(
+            if held { "released" } else { "expired" },
+            self.acquired_at.elapsed(),
+        );
         round.decision == Decision::Won
     }
 }

@@ -3,6 +3,7 @@
 //! scripts in [`scripts`].
 
 pub(crate) mod commands;
+pub(crate) mod observe;
 pub(crate) mod scripts;
 
 use std::sync::{Mutex, PoisonError};
