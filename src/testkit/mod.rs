@@ -33,6 +33,8 @@ mod oracle;
 mod proxy;
 mod resp;
 mod server;
+mod svg;
+mod timeline;
 
 pub use cluster::{LocalCluster, LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use error::TestkitError;
@@ -43,3 +45,4 @@ pub use nodes::{Nodes, REDLOCK_NODES_ENV};
 pub use oracle::{KeyLife, ORACLE_TOLERANCE, Oracle, Violation, quorum_life};
 pub use proxy::ProxyMode;
 pub use server::NodeState;
+pub use timeline::Timeline;
