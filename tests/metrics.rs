@@ -395,3 +395,35 @@ async fn the_resource_label_is_there_only_when_asked_for() {
     // Node metrics never carry it.
     assert!(matching(&m, NODE_VOTES, &[]).all(|s| !s.labels.contains_key("redquorum.resource")));
 }
+
+#[test]
+fn the_readme_and_the_module_docs_list_every_metric() {
+    let readme = include_str!("../README.md");
+    let names = [
+        ACQUIRE_DURATION,
+        WAIT_DURATION,
+        ACQUIRE_ATTEMPTS,
+        HOLD_DURATION,
+        EXTENSIONS,
+        EXTENSION_MARGIN,
+        LOST,
+        NODE_VOTES,
+        NODE_CALL_DURATION,
+        NODE_MISCONFIGURED,
+    ];
+    for name in names {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "{name} missing from README.md"
+        );
+    }
+    let rows = readme
+        .lines()
+        .filter(|l| l.starts_with("| `redquorum."))
+        .count();
+    assert_eq!(
+        rows,
+        names.len(),
+        "README.md's metric table and the constants differ"
+    );
+}
