@@ -18,6 +18,12 @@
 //! - `uncontended/acquire`: `try_lock` alone (the guard is released untimed).
 //! - `uncontended/acquire-fenced`: the same with fencing tokens on.
 //! - `uncontended/extend`: `extend` of a held lock.
+//! - `metrics/acquire+release-no-recorder`, `metrics/acquire+release-prometheus`
+//!   (feature `metrics`): the pair on a current-thread runtime with no
+//!   recorder (the facade's no-op) and with a Prometheus recorder
+//!   (`metrics-exporter-prometheus`, histogram buckets set) installed;
+//!   pairs of both kinds alternate and one kind is timed, so that both
+//!   see the same load. The recorder's upkeep is not timed.
 //! - `throughput/64-tasks`: 64 tasks on distinct resources; time per pair.
 //! - `contended/16-tasks`: 16 tasks taking turns on one resource; time per
 //!   hand-off.
@@ -276,6 +282,9 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
 
+    #[cfg(feature = "metrics")]
+    metrics_cost(c, &direct);
+
     {
         let mut group = c.benchmark_group("throughput");
         group.throughput(Throughput::Elements(1));
@@ -409,6 +418,67 @@ fn benches(c: &mut Criterion) {
         }
         group.finish();
     }
+}
+
+/// The cost of the metrics: the same pair with no recorder and with a
+/// Prometheus recorder, on a current-thread runtime so that every task
+/// (the late calls finished in the background too) records on this
+/// thread, where the recorder is installed.
+#[cfg(feature = "metrics")]
+fn metrics_cost(c: &mut Criterion, direct: &[String]) {
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("tokio runtime: {e}"),
+    };
+    let seconds = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1.0,
+    ];
+    let recorder = match PrometheusBuilder::new().set_buckets(&seconds) {
+        Ok(builder) => builder.build_recorder(),
+        Err(e) => panic!("prometheus: {e}"),
+    };
+    let handle = recorder.handle();
+    let redlock = redlock(direct, Config::default());
+    rt.block_on(pair(&redlock, "bench:connect-metrics"));
+    let resource = fresh_resource("metrics");
+    // Pairs with and without the recorder alternate, one of each per
+    // iteration, and only one kind is timed: both are measured under the
+    // same load, however the machine's load drifts.
+    let alternating = |iters: u64, timed_with_recorder: bool| {
+        rt.block_on(async {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                for with in [!timed_with_recorder, timed_with_recorder] {
+                    let _local = with.then(|| metrics::set_default_local_recorder(&recorder));
+                    let start = Instant::now();
+                    pair(&redlock, &resource).await;
+                    if with == timed_with_recorder {
+                        total += start.elapsed();
+                    }
+                }
+            }
+            handle.run_upkeep();
+            total
+        })
+    };
+    let mut group = c.benchmark_group("metrics");
+    group.bench_function("acquire+release-no-recorder", |b| {
+        b.iter_custom(|iters| alternating(iters, false));
+    });
+    group.bench_function("acquire+release-prometheus", |b| {
+        b.iter_custom(|iters| alternating(iters, true));
+    });
+    group.finish();
+    let text = handle.render();
+    let recorded = text
+        .lines()
+        .any(|l| l.starts_with("redquorum_lock_acquire_duration_count"));
+    assert!(recorded, "the recorder saw no acquisition:\n{text}");
 }
 
 criterion_group! {

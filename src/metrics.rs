@@ -1,7 +1,9 @@
 //! Metrics, with the `metrics` feature: recorded through the `metrics`
 //! crate's facade, so any recorder works (Prometheus, OpenTelemetry,
-//! StatsD, ...). Without a recorder installed each record costs an atomic
-//! load; without the feature, nothing at all.
+//! StatsD, ...). Recording allocates nothing (unless the resource label
+//! is on): without a recorder installed each record is a thread-local
+//! read, an atomic load and a call to the facade's no-op recorder;
+//! without the feature, nothing at all.
 //!
 //! Names follow OpenTelemetry's conventions (dots, durations in seconds);
 //! a Prometheus exporter shows `redquorum.lock.acquire.duration` as
@@ -113,24 +115,22 @@ impl Lock<'_> {
     /// One acquisition attempt ended with `outcome` after `elapsed`.
     pub(crate) fn attempt(&self, outcome: &'static str, elapsed: Duration) {
         #[cfg(feature = "metrics")]
-        ::metrics::histogram!(ACQUIRE_DURATION, self.labels(Some(outcome)))
-            .record(elapsed.as_secs_f64());
+        self.histogram(ACQUIRE_DURATION, Some(outcome), elapsed.as_secs_f64());
     }
 
     /// A `lock()` call returned with `outcome` after `waited` and `attempts`.
     pub(crate) fn acquisition(&self, outcome: &'static str, waited: Duration, attempts: u32) {
         #[cfg(feature = "metrics")]
         {
-            let labels = self.labels(Some(outcome));
-            ::metrics::histogram!(WAIT_DURATION, labels.clone()).record(waited.as_secs_f64());
-            ::metrics::histogram!(ACQUIRE_ATTEMPTS, labels).record(f64::from(attempts));
+            self.histogram(WAIT_DURATION, Some(outcome), waited.as_secs_f64());
+            self.histogram(ACQUIRE_ATTEMPTS, Some(outcome), f64::from(attempts));
         }
     }
 
     /// A hold ended with `outcome` after `held`.
     pub(crate) fn hold_ended(&self, outcome: &'static str, held: Duration) {
         #[cfg(feature = "metrics")]
-        ::metrics::histogram!(HOLD_DURATION, self.labels(Some(outcome))).record(held.as_secs_f64());
+        self.histogram(HOLD_DURATION, Some(outcome), held.as_secs_f64());
     }
 
     /// An extension round ended; `margin`: the validity left when it landed.
@@ -138,10 +138,10 @@ impl Lock<'_> {
         #[cfg(feature = "metrics")]
         {
             let outcome = if margin.is_some() { "ok" } else { "failed" };
-            ::metrics::counter!(EXTENSIONS, self.labels(Some(outcome))).increment(1);
+            let key = self.key(EXTENSIONS, Some(outcome));
+            ::metrics::with_recorder(|r| r.register_counter(&key, &META).increment(1));
             if let Some(margin) = margin {
-                ::metrics::histogram!(EXTENSION_MARGIN, self.labels(None))
-                    .record(margin.as_secs_f64());
+                self.histogram(EXTENSION_MARGIN, None, margin.as_secs_f64());
             }
         }
     }
@@ -149,43 +149,166 @@ impl Lock<'_> {
     /// The lock was lost while held.
     pub(crate) fn lost(&self) {
         #[cfg(feature = "metrics")]
-        ::metrics::counter!(LOST, self.labels(None)).increment(1);
+        {
+            let key = self.key(LOST, None);
+            ::metrics::with_recorder(|r| r.register_counter(&key, &META).increment(1));
+        }
     }
 
     #[cfg(feature = "metrics")]
-    fn labels(&self, outcome: Option<&'static str>) -> Vec<::metrics::Label> {
-        let mut labels = Vec::with_capacity(2);
-        if let Some(outcome) = outcome {
-            labels.push(::metrics::Label::from_static_parts("outcome", outcome));
+    fn histogram(&self, name: &'static str, outcome: Option<&'static str>, value: f64) {
+        let key = self.key(name, outcome);
+        ::metrics::with_recorder(|r| r.register_histogram(&key, &META).record(value));
+    }
+
+    /// `name` with `outcome` and, when asked for, the resource; without
+    /// the resource the labels are static: nothing is allocated.
+    #[cfg(feature = "metrics")]
+    fn key(&self, name: &'static str, outcome: Option<&'static str>) -> ::metrics::Key {
+        use ::metrics::{Key, Label};
+        let fixed = match outcome {
+            None => Some(&[][..]),
+            Some(outcome) => OUTCOMES
+                .iter()
+                .position(|o| *o == outcome)
+                .map(|i| &OUTCOME_LABELS[i][..]),
+        };
+        match (self.resource, fixed) {
+            (None, Some(labels)) => Key::from_static_labels(name, labels),
+            (resource, _) => {
+                let mut labels = Vec::with_capacity(2);
+                if let Some(outcome) = outcome {
+                    labels.push(Label::from_static_parts("outcome", outcome));
+                }
+                if let Some(resource) = resource {
+                    labels.push(Label::new("redquorum.resource", resource.to_owned()));
+                }
+                Key::from_parts(name, labels)
+            }
         }
-        if let Some(resource) = self.resource {
-            labels.push(::metrics::Label::new(
-                "redquorum.resource",
-                resource.to_owned(),
-            ));
-        }
-        labels
     }
 }
 
-/// One call of `op` to the node at `server` took `elapsed`; `vote` is its
-/// outcome, counted as a vote when the round tallied it.
+/// Where every metric says it comes from.
+#[cfg(feature = "metrics")]
+static META: ::metrics::Metadata<'static> =
+    ::metrics::Metadata::new(module_path!(), ::metrics::Level::INFO, None);
+
+/// Every `outcome` of the lock metrics, and its label.
+#[cfg(feature = "metrics")]
+const OUTCOMES: [&str; 9] = [
+    "acquired",
+    "contended",
+    "unavailable",
+    "validity_exhausted",
+    "released",
+    "expired",
+    "dropped",
+    "ok",
+    "failed",
+];
+#[cfg(feature = "metrics")]
+static OUTCOME_LABELS: [[::metrics::Label; 1]; OUTCOMES.len()] = {
+    use ::metrics::Label;
+    let o = OUTCOMES;
+    [
+        [Label::from_static_parts("outcome", o[0])],
+        [Label::from_static_parts("outcome", o[1])],
+        [Label::from_static_parts("outcome", o[2])],
+        [Label::from_static_parts("outcome", o[3])],
+        [Label::from_static_parts("outcome", o[4])],
+        [Label::from_static_parts("outcome", o[5])],
+        [Label::from_static_parts("outcome", o[6])],
+        [Label::from_static_parts("outcome", o[7])],
+        [Label::from_static_parts("outcome", o[8])],
+    ]
+};
+
+/// The operations whose node calls are counted: `db.operation.name`.
+#[cfg(feature = "metrics")]
+const OPS: [&str; 4] = ["acquire", "fence", "extend", "release"];
+/// The outcomes of a node vote.
+#[cfg(feature = "metrics")]
+const VOTES: [&str; 4] = ["granted", "refused", "timed_out", "failed"];
+
+/// The label sets of one node's metrics, made once per server address
+/// and kept for the life of the process (a few hundred bytes per distinct
+/// address), so that recording a node call allocates nothing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeLabels {
+    #[cfg(feature = "metrics")]
+    keys: &'static NodeKeys,
+}
+
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct NodeKeys {
+    /// Per operation: `server.address`, `server.port`, `db.operation.name`.
+    calls: [&'static [::metrics::Label]; OPS.len()],
+    /// The same with each vote `outcome`.
+    votes: [[&'static [::metrics::Label]; VOTES.len()]; OPS.len()],
+}
+
+impl NodeLabels {
+    /// The labels of the node at `server` (`host:port`).
+    pub(crate) fn new(server: &str) -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            use std::sync::{Mutex, PoisonError};
+            static MADE: Mutex<Vec<(String, &'static NodeKeys)>> = Mutex::new(Vec::new());
+            let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, keys)) = made.iter().find(|(s, _)| s == server) {
+                return NodeLabels { keys };
+            }
+            let keys: &'static NodeKeys = Box::leak(Box::new(node_keys(server)));
+            made.push((server.to_owned(), keys));
+            NodeLabels { keys }
+        }
+        #[cfg(not(feature = "metrics"))]
+        NodeLabels {}
+    }
+}
+
+#[cfg(feature = "metrics")]
+fn node_keys(server: &str) -> NodeKeys {
+    use ::metrics::Label;
+    let leak = |labels: Vec<Label>| -> &'static [Label] { Box::leak(labels.into_boxed_slice()) };
+    let with = |op: &'static str, vote: Option<&'static str>| {
+        let mut labels = node_labels(server);
+        labels.push(Label::from_static_parts("db.operation.name", op));
+        if let Some(vote) = vote {
+            labels.push(Label::from_static_parts("outcome", vote));
+        }
+        leak(labels)
+    };
+    NodeKeys {
+        calls: OPS.map(|op| with(op, None)),
+        votes: OPS.map(|op| VOTES.map(|vote| with(op, Some(vote)))),
+    }
+}
+
+/// One call of `op` to the node labelled `node` took `elapsed`; `vote` is
+/// its outcome, counted as a vote when the round tallied it.
 pub(crate) fn node_call(
-    op: &'static str,
-    server: &str,
+    (op, node): (&'static str, &NodeLabels),
     (vote, counted): (&'static str, bool),
     elapsed: Duration,
 ) {
     #[cfg(feature = "metrics")]
     {
-        let mut labels = node_labels(server);
-        labels.push(::metrics::Label::from_static_parts("db.operation.name", op));
-        if counted {
-            let mut votes = labels.clone();
-            votes.push(::metrics::Label::from_static_parts("outcome", vote));
-            ::metrics::counter!(NODE_VOTES, votes).increment(1);
+        use ::metrics::Key;
+        let Some(o) = OPS.iter().position(|o| *o == op) else {
+            return;
+        };
+        if counted && let Some(v) = VOTES.iter().position(|v| *v == vote) {
+            let key = Key::from_static_labels(NODE_VOTES, node.keys.votes[o][v]);
+            ::metrics::with_recorder(|r| r.register_counter(&key, &META).increment(1));
         }
-        ::metrics::histogram!(NODE_CALL_DURATION, labels).record(elapsed.as_secs_f64());
+        let key = Key::from_static_labels(NODE_CALL_DURATION, node.keys.calls[o]);
+        ::metrics::with_recorder(|r| {
+            r.register_histogram(&key, &META)
+                .record(elapsed.as_secs_f64());
+        });
     }
 }
 

@@ -70,6 +70,8 @@ pub(crate) struct Node {
     /// the runtime it lived on has shut down.
     conn: Mutex<Option<Connection>>,
     timeout: Duration,
+    /// The labels of this node's metrics.
+    pub(crate) labels: crate::metrics::NodeLabels,
 }
 
 impl Node {
@@ -96,6 +98,7 @@ impl Node {
             Client::open(info).map_err(|e| Error::Config(format!("node {index} ({name}): {e}")))?;
         Ok(Node {
             name,
+            labels: crate::metrics::NodeLabels::new(&server),
             server,
             client,
             conn: Mutex::new(None),

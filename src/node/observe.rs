@@ -30,7 +30,7 @@ pub(crate) fn answered<T>(
         error.as_deref(),
         (elapsed, late),
     );
-    metrics::node_call(op, node.server(), (vote, !late), elapsed);
+    metrics::node_call((op, &node.labels), (vote, !late), elapsed);
     outcome
 }
 
