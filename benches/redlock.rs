@@ -18,6 +18,13 @@
 //! - `uncontended/acquire`: `try_lock` alone (the guard is released untimed).
 //! - `uncontended/acquire-fenced`: the same with fencing tokens on.
 //! - `uncontended/extend`: `extend` of a held lock.
+//! - `metrics/acquire+release-no-recorder`, `metrics/acquire+release-prometheus`
+//!   (feature `metrics`): the pair on a current-thread runtime with no
+//!   recorder (the facade's no-op) and with a Prometheus recorder
+//!   (`metrics-exporter-prometheus`, histogram buckets set) installed;
+//!   pairs of both kinds alternate and both are timed, and
+//!   `metrics/paired` (printed) is the median of the per-sample ratios,
+//!   each measured in one time window. The recorder's upkeep is not timed.
 //! - `throughput/64-tasks`: 64 tasks on distinct resources; time per pair.
 //! - `contended/16-tasks`: 16 tasks taking turns on one resource; time per
 //!   hand-off.
@@ -298,6 +305,9 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
 
+    #[cfg(feature = "metrics")]
+    metrics_cost(c, &direct);
+
     {
         let mut group = c.benchmark_group("throughput");
         group.throughput(Throughput::Elements(1));
@@ -442,6 +452,91 @@ fn benches(c: &mut Criterion) {
         }
         group.finish();
     }
+}
+
+/// The cost of the metrics: the same pair with no recorder and with a
+/// Prometheus recorder, on a current-thread runtime so that every task
+/// (the late calls finished in the background too) records on this
+/// thread, where the recorder is installed.
+#[cfg(feature = "metrics")]
+fn metrics_cost(c: &mut Criterion, direct: &[String]) {
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("tokio runtime: {e}"),
+    };
+    let seconds = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1.0,
+    ];
+    let recorder = match PrometheusBuilder::new().set_buckets(&seconds) {
+        Ok(builder) => builder.build_recorder(),
+        Err(e) => panic!("prometheus: {e}"),
+    };
+    let handle = recorder.handle();
+    let redlock = redlock(direct, Config::default());
+    rt.block_on(pair(&redlock, "bench:connect-metrics"));
+    let resource = fresh_resource("metrics");
+    // Pairs with and without the recorder alternate, one of each per
+    // iteration, and both are timed: each sample gives a ratio measured
+    // in one time window, whatever the machine's load does meanwhile.
+    // Criterion reports the kind each function is named after.
+    let samples = std::cell::RefCell::new(Vec::new());
+    let alternating = |iters: u64, report_with_recorder: bool| {
+        rt.block_on(async {
+            let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
+            for i in 0..iters {
+                // Which kind goes first alternates too.
+                for recorded in [i % 2 == 0, i % 2 == 1] {
+                    let _local = recorded.then(|| metrics::set_default_local_recorder(&recorder));
+                    let start = Instant::now();
+                    pair(&redlock, &resource).await;
+                    *(if recorded { &mut with } else { &mut without }) += start.elapsed();
+                }
+            }
+            handle.run_upkeep();
+            samples.borrow_mut().push((with, without, iters));
+            if report_with_recorder { with } else { without }
+        })
+    };
+    let mut group = c.benchmark_group("metrics");
+    group.sample_size(30);
+    group.bench_function("acquire+release-no-recorder", |b| {
+        b.iter_custom(|iters| alternating(iters, false));
+    });
+    group.bench_function("acquire+release-prometheus", |b| {
+        b.iter_custom(|iters| alternating(iters, true));
+    });
+    group.finish();
+    let samples = samples.into_inner();
+    let mut ratios: Vec<f64> = samples
+        .iter()
+        .filter(|(_, without, _)| !without.is_zero())
+        .map(|(with, without, _)| with.as_secs_f64() / without.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let (with, without, pairs) = samples.iter().fold((0.0, 0.0, 0), |(w, o, n), s| {
+        (w + s.0.as_secs_f64(), o + s.1.as_secs_f64(), n + s.2)
+    });
+    if let Some(median) = ratios.get(ratios.len() / 2) {
+        eprintln!(
+            "metrics/paired: {} samples, {pairs} pairs of each kind; per pair {:.1} us with the \
+             Prometheus recorder, {:.1} us without; median of the per-sample ratios {median:.4}, \
+             ratio of the totals {:.4}",
+            ratios.len(),
+            with / pairs as f64 * 1e6,
+            without / pairs as f64 * 1e6,
+            with / without
+        );
+    }
+    let text = handle.render();
+    let recorded = text
+        .lines()
+        .any(|l| l.starts_with("redquorum_lock_acquire_duration_count"));
+    assert!(recorded, "the recorder saw no acquisition:\n{text}");
 }
 
 criterion_group! {

@@ -1,22 +1,29 @@
-//! Workers contend for one resource on five Redis nodes while two nodes are
-//! killed and, after the TTL has passed, restarted. Every hold is recorded
+//! Workers contend for one resource on five Redis nodes while one node is
+//! paused for a moment and two nodes are killed and, after the TTL has
+//! passed, restarted. Every hold is recorded
 //! on one monotonic clock; the demo ends by counting overlapping holds,
 //! which must be zero.
 //!
+//! With `--svg PATH` it also draws the run: one lane per worker with its
+//! holds, one per node with its state, the faults, and the verdict.
+//!
 //! ```sh
 //! bash scripts/demo.sh                 # five local redis-server nodes
+//! bash scripts/demo.sh --svg docs/demo-timeline.svg   # and draw the run
 //! REDLOCK_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
 //! ```
 
 use std::time::Duration;
 
-use redquorum::testkit::{History, LocalCluster, Nodes};
+use redquorum::testkit::{History, LocalCluster, NodeState, Nodes, Timeline};
 use redquorum::{Config, Error, Redlock};
 use tokio::time::Instant;
 
 const WORKERS: usize = 6;
 const TTL: Duration = Duration::from_millis(1_000);
 const RUN: Duration = Duration::from_secs(6);
+const PAUSE_AT: Duration = Duration::from_millis(800);
+const RESUME_AT: Duration = Duration::from_millis(1_400);
 const KILL_AT: Duration = Duration::from_secs(2);
 /// Longer than the TTL after the kill: a node restarted empty sooner could
 /// grant a lock still held elsewhere.
@@ -32,6 +39,7 @@ struct WorkerStats {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let svg = svg_path()?;
     let nodes = Nodes::from_env(5)?;
     let cluster = nodes.local();
     let urls = nodes.urls();
@@ -50,6 +58,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let history = History::default();
     let started = Instant::now();
+    let timeline = match cluster {
+        Some(cluster) => Timeline::for_cluster(cluster, started),
+        None => Timeline::new(
+            started,
+            urls.iter().map(|u| u.trim_start_matches("redis://")),
+        ),
+    };
     let mut workers = Vec::new();
     for worker in 0..WORKERS {
         let (redlock, history) = (redlock.clone(), history.clone());
@@ -79,9 +94,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     if let Some(cluster) = cluster {
+        tokio::time::sleep_until(started + PAUSE_AT).await;
+        cluster.pause(4)?;
+        timeline.node(4, NodeState::Paused);
+        timeline.mark("pause node 4");
+        println!(
+            "[{:>5} ms] paused node 4 (SIGSTOP): {}",
+            started.elapsed().as_millis(),
+            states(cluster)
+        );
+        tokio::time::sleep_until(started + RESUME_AT).await;
+        cluster.resume(4)?;
+        timeline.node(4, NodeState::Up);
+        timeline.mark("resume node 4");
         tokio::time::sleep_until(started + KILL_AT).await;
         cluster.kill(1)?;
         cluster.kill(3)?;
+        timeline.node(1, NodeState::Down);
+        timeline.node(3, NodeState::Down);
+        timeline.mark("kill nodes 1 and 3");
         println!(
             "[{:>5} ms] killed nodes 1 and 3: {}",
             started.elapsed().as_millis(),
@@ -90,6 +121,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep_until(started + RESTART_AT).await;
         cluster.restart(1)?;
         cluster.restart(3)?;
+        timeline.node(1, NodeState::Up);
+        timeline.node(3, NodeState::Up);
+        timeline.mark("restart nodes 1 and 3 (empty)");
         println!(
             "[{:>5} ms] restarted nodes 1 and 3 (empty, after the TTL): {}",
             started.elapsed().as_millis(),
@@ -119,14 +153,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(cluster) = cluster {
         println!("node states at the end: {}", states(cluster));
     }
+    timeline.end();
     let overlaps = history.overlaps().len();
     println!("acquisitions: {total}");
     println!("overlapping holds: {overlaps}");
+    if let Some(path) = svg {
+        let title = format!(
+            "redquorum demo: {WORKERS} workers, one lock, {} nodes (quorum {}), TTL {TTL:?}",
+            redlock.node_count(),
+            redlock.quorum()
+        );
+        history.write_svg(&path, &timeline, &title)?;
+        println!("timeline written to {path}");
+    }
     if overlaps > 0 || total == 0 {
         return Err("mutual exclusion violated or no progress".into());
     }
     redlock.shutdown().await;
     Ok(())
+}
+
+/// `--svg PATH`, if given.
+fn svg_path() -> Result<Option<String>, String> {
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next(), args.next()) {
+        (None, _, _) => Ok(None),
+        (Some("--svg"), Some(path), None) => Ok(Some(path)),
+        _ => Err("usage: demo [--svg PATH]".to_owned()),
+    }
 }
 
 fn states(cluster: &LocalCluster) -> String {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use redis::{InfoDict, Role};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::failure::FailureKind;
 use crate::node::{Node, NodeError};
@@ -21,13 +22,15 @@ use crate::problem::{NodeCheck, NodeProblem};
 /// Facts about every node, duplicates resolved across nodes. `fencing`
 /// sharpens the persistence advice (fence counters never expire).
 pub(crate) async fn report(nodes: &[Arc<Node>], fencing: bool) -> Vec<NodeCheck> {
-    let mut checks = futures_util::future::join_all(
-        nodes
-            .iter()
-            .enumerate()
-            .map(|(index, node)| probe(index, Arc::clone(node), fencing)),
-    )
-    .await;
+    let span = crate::spans::check(nodes.len());
+    let start = Instant::now();
+    let probes = nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| probe(index, Arc::clone(node), fencing));
+    let mut checks = futures_util::future::join_all(probes)
+        .instrument(span.clone())
+        .await;
     for i in 0..checks.len() {
         let Some(run_id) = checks[i].run_id.clone() else {
             continue;
@@ -44,6 +47,8 @@ pub(crate) async fn report(nodes: &[Arc<Node>], fencing: bool) -> Vec<NodeCheck>
             checks[i].problems.push(problem);
         }
     }
+    crate::spans::finish_check(&span, &checks, start.elapsed());
+    crate::metrics::checked(&checks);
     checks
 }
 

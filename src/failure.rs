@@ -45,6 +45,19 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// A short name, for `error.type` in spans and metrics.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            FailureKind::ConnectionRefused => "connection_refused",
+            FailureKind::Io => "io",
+            FailureKind::Tls => "tls",
+            FailureKind::Auth => "auth",
+            FailureKind::NoPermission { .. } => "no_permission",
+            FailureKind::ReadOnly => "read_only",
+            FailureKind::Other => "other",
+        }
+    }
+
     /// True for failures that waiting does not cure: credentials, ACL,
     /// a replica, TLS settings. A lock attempt that fails for want of such
     /// nodes is not retried.

@@ -63,12 +63,6 @@ impl LockGuard {
         }
     }
 
-    /// The state shared with background tasks (watchdog).
-    #[allow(dead_code)]
-    pub(crate) fn held(&self) -> &Arc<Held> {
-        &self.held
-    }
-
     /// The locked resource (the first one, for a multi-resource lock).
     ///
     /// ```no_run
@@ -340,7 +334,7 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            self.held.mark_lost();
+            self.held.dropped(&self.shared.config);
             let watchdog = self.watchdog.take().map(Watchdog::abort);
             let held = Arc::clone(&self.held);
             let before = async move {
@@ -349,7 +343,8 @@ impl Drop for LockGuard {
                 }
                 held.next_round().await.clone()
             };
-            release::spawn_release(&self.shared, &self.held.keys, &self.held.value, before);
+            let keys = (self.held.resource(), &self.held.keys);
+            release::spawn_release(&self.shared, keys, &self.held.value, before);
         }
     }
 }

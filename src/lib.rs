@@ -170,6 +170,34 @@
 //! [`Config::with_connect_timeout`] (1 s by default), and
 //! [`Redlock::check`] waits that long: a distant node still gets its
 //! connection, and a refused certificate is reported as such.
+//! ## Tracing
+//!
+//! Every operation is a span at INFO, with OpenTelemetry's field names
+//! where one exists, so that a subscriber exporting to OpenTelemetry
+//! (`tracing-opentelemetry`) gets structured traces with no OpenTelemetry
+//! dependency here:
+//!
+//! | span | when |
+//! |---|---|
+//! | `redquorum.acquire` | one acquisition attempt (each retry is a span of its own) |
+//! | `redquorum.extend` | one extension round, yours or the watchdog's |
+//! | `redquorum.release` | the release of a held lock (`redquorum.dropped` when by `Drop`) |
+//! | `redquorum.check` | one run of the start-up checks |
+//!
+//! Their fields: `db.system.name` (`redis`), `db.operation.name`,
+//! `redquorum.resource`, `redquorum.attempt`, `redquorum.quorum`,
+//! `redquorum.granted` and `redquorum.refused` (votes of the deciding
+//! round), `redquorum.outcome` (`acquired`, `contended`, `unavailable`, `misconfigured`,
+//! `validity_exhausted`, `extended`, `gone`, `expired`, `not_confirmed`,
+//! `released`, `ok`, `problems`), `error.type` (the outcome, when it is a
+//! failure) and `redquorum.elapsed_ms`. Inside them, each node's answer is
+//! an event at DEBUG with `server.address`, `server.port`,
+//! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`, or
+//! the server's error code) and `redquorum.elapsed_ms`. Nothing routine is
+//! logged at WARN: a lock at risk (an extension failed, validity left) or
+//! lost, and what needs a person (the start-up checks' findings, a guard
+//! with no runtime to release it). Lock values and credentials are never
+//! recorded; nodes are named by address.
 //!
 //! ## Layout
 //!
@@ -180,8 +208,8 @@
 //! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
 //! | 2, N nodes | `quorum`, `check`, `inspect`, `handoff`, `background` | fan-out and tally, start-up checks, inspection, release notifications, background tasks |
-//! | 1, one node | `node` (`commands`, `scripts`, `tls`) | a connection with a timeout, every lock command and Lua script |
-//! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value` | settings, errors, TTL arithmetic, the key schema, lock values |
+//! | 1, one node | `node` (`commands`, `scripts`, `tls`, `observe`) | a connection with a timeout, every lock command and Lua script, per-node reporting |
+//! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value`, `spans`, `metrics` | settings, errors, TTL arithmetic, the key schema, lock values, span fields, metric names |
 //!
 //! ## Features
 //!
@@ -196,6 +224,9 @@
 //!   instead; `tls-rustls-insecure`: allow `#insecure` URLs.
 //! - `tls-native-tls`: `rediss://` nodes over the platform's TLS library
 //!   (building it on Linux needs OpenSSL's headers and `pkg-config`).
+//! - `metrics`: acquisition, wait, hold and extension metrics, lost locks,
+//!   and per-node votes and latency through the `metrics` facade; the
+//!   [`metrics`] module has the table.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -206,8 +237,10 @@ mod config;
 mod error;
 mod failure;
 mod keys;
+pub mod metrics;
 mod options;
 mod problem;
+mod spans;
 mod ttl;
 mod value;
 // Floor 1, one node.

@@ -7,10 +7,12 @@ use futures_util::future::{BoxFuture, Shared};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
-use crate::node::{Node, NodeError, NodeResult};
+use crate::node::{Node, NodeError, NodeResult, observe};
 
 /// Completes once one node's call of a round is over: answered, failed,
 /// timed out, or dropped unsent. Cheap to clone.
@@ -121,6 +123,11 @@ impl Round {
             .collect()
     }
 
+    /// Nodes that granted the request.
+    pub(crate) fn granted(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.is_success()).count()
+    }
+
     /// Nodes that answered "not ours / held by another owner".
     pub(crate) fn refused(&self) -> usize {
         self.outcomes
@@ -189,14 +196,17 @@ where
             async move {
                 // Dropped when this call is over, or dropped unsent.
                 let _done = done;
+                let queued = Instant::now();
                 if let Some(before) = before {
                     // Within this call's own time limit: a node still busy
                     // with the previous call just counts as timed out.
                     if tokio::time::timeout(timeout, before).await.is_err() {
-                        return (index, Err(NodeError::TimedOut));
+                        return (index, Err(NodeError::TimedOut), queued.elapsed());
                     }
                 }
-                (index, answer.await)
+                let sent = Instant::now();
+                let answer = answer.await;
+                (index, answer, sent.elapsed())
             }
         })
         .collect();
@@ -205,37 +215,35 @@ where
     let mut tally = Tally::new(nodes.len(), quorum);
     let mut decision = tally.decision();
     while decision.is_none() {
-        let Some((index, answer)) = pending.next().await else {
+        let Some((index, answer, elapsed)) = pending.next().await else {
             break;
         };
-        let outcome = match answer {
-            Ok(value) => {
-                let outcome = if granted(&value) {
-                    NodeOutcome::Granted
-                } else {
-                    NodeOutcome::Refused
-                };
-                values[index] = Some(value);
-                outcome
-            }
-            Err(e) => e.outcome(),
-        };
-        tracing::debug!(op, node = nodes[index].name(), %outcome, "node answered");
+        let node = (op, &*nodes[index]);
+        let outcome = observe::answered(node, &answer, granted, (elapsed, false));
+        if let Ok(value) = answer {
+            values[index] = Some(value);
+        }
         decision = tally.record(outcome.is_success());
         outcomes[index] = outcome;
     }
     match leftover {
         Leftover::Drop => drop(pending),
-        Leftover::Wait => while pending.next().await.is_some() {},
+        Leftover::Wait => {
+            while let Some((index, answer, elapsed)) = pending.next().await {
+                observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
+            }
+        }
         Leftover::Finish if !pending.is_empty() => {
             // fan_out runs inside a runtime (it awaits tokio timers), so
             // this spawns; were it not to, the calls are dropped, which
             // opens their gates.
-            chain.background.spawn(async move {
-                while let Some((index, answer)) = pending.next().await {
-                    tracing::debug!(op, index, ok = answer.is_ok(), "late node answer");
+            let nodes: Vec<Arc<Node>> = nodes.to_vec();
+            let late = async move {
+                while let Some((index, answer, elapsed)) = pending.next().await {
+                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
                 }
-            });
+            };
+            chain.background.spawn(late.in_current_span());
         }
         Leftover::Finish => {}
     }

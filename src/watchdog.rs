@@ -66,8 +66,8 @@ pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
 }
 
 /// Marks the lock lost and says why.
-fn declare_lost(held: &Held, why: &'static str) {
-    held.mark_lost();
+fn declare_lost((shared, held): (&Shared, &Held), why: &'static str) {
+    held.lose(&shared.config);
     tracing::warn!(resource = held.resource(), why, "lock lost");
 }
 
@@ -86,7 +86,10 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
         let deadline = now_status.deadline;
         let now = Instant::now();
         if now >= deadline {
-            declare_lost(&held, "validity ran out before an extension succeeded");
+            declare_lost(
+                (&shared, &held),
+                "validity ran out before an extension succeeded",
+            );
             return;
         }
         let due = deadline.checked_sub(lead).unwrap_or(now);
@@ -113,7 +116,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                 // Released, or lost some other way: either ends the watch.
                 _ = status.wait_for(|s| s.lost) => return,
             }
-            declare_lost(&held, why);
+            declare_lost((&shared, &held), why);
             return;
         }
         let mut failures = 0u32;
@@ -135,7 +138,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                     } else {
                         "validity ran out before an extension reached a quorum"
                     };
-                    declare_lost(&held, why);
+                    declare_lost((&shared, &held), why);
                     return;
                 }
                 Err(error) => {
@@ -147,7 +150,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                     }
                     if remaining.is_zero() {
                         declare_lost(
-                            &held,
+                            (&shared, &held),
                             "validity ran out before an extension reached a quorum",
                         );
                         return;

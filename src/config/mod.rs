@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 mod connect;
+mod labels;
 mod operations;
 mod retry;
 mod validate;
@@ -67,6 +68,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `holder_label` | none | text stored with each lock, shown by [`Redlock::inspect`](crate::Redlock::inspect) |
 /// | `strict_checks` | `false` | no acquisition until [`Redlock::check`](crate::Redlock::check) has passed |
 /// | `tls_certificates` | none | CA and client certificate for `rediss://` nodes (TLS features) |
+/// | `metrics_resource_label` | `false` | lock metrics carry the resource name (feature `metrics`) |
 ///
 /// # Examples
 ///
@@ -99,6 +101,7 @@ pub struct Config {
     strict_checks: bool,
     holder_label: Option<String>,
     connect: Connect,
+    metrics_resource_label: bool,
 }
 
 impl Default for Config {
@@ -120,6 +123,7 @@ impl Default for Config {
             strict_checks: false,
             holder_label: None,
             connect: Connect::default(),
+            metrics_resource_label: false,
         }
     }
 }

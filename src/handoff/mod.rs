@@ -69,13 +69,12 @@ fn start_feeds(this: &Arc<Inner>) {
             continue;
         }
         let resumed = feed.task.is_some();
+        let span = crate::spans::feed(&client.get_connection_info().addr().to_string());
         if resumed {
-            tracing::debug!(
-                node = index,
-                "release notifications: feed ended, starting it again"
-            );
+            let _inside = span.enter();
+            tracing::debug!("release notifications: feed ended, starting it again");
         }
-        let task = runtime.spawn(feed::run_feed(
+        let run = feed::run_feed(
             index,
             client.clone(),
             this.timeout,
@@ -83,7 +82,8 @@ fn start_feeds(this: &Arc<Inner>) {
             Arc::downgrade(this),
             Arc::clone(&feed.changed),
             resumed,
-        ));
+        );
+        let task = runtime.spawn(tracing::Instrument::instrument(run, span));
         feed.task = Some(task.abort_handle());
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
@@ -13,6 +14,7 @@ use crate::error::{Attempts, Error, Result};
 use crate::handoff::Interest;
 use crate::options::Plan;
 use crate::quorum::{Decision, Leftover};
+use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
 use crate::{keys, value};
 
@@ -39,6 +41,8 @@ pub(crate) async fn acquire(
     let keys: Arc<[String]> = names.iter().map(|r| shared.lock_key(r)).collect();
     let resources: Arc<[String]> = names.into();
     let config = &shared.config;
+    let called = Instant::now();
+    let meter = crate::metrics::lock(config, &resources[0]);
     let mut attempts = 0u32;
     // Timed pauses taken so far, and the end of the current one while
     // attempts made on a release notification fail within it.
@@ -50,16 +54,33 @@ pub(crate) async fn acquire(
     }
     loop {
         attempts = attempts.saturating_add(1);
-        tracing::debug!(resource = %resources[0], attempt = attempts, "acquire attempt");
-        let outcome = match owner {
-            Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
-            None if plan.fencing => fenced::attempt(shared, &resources, &keys, &ttl).await,
-            None => attempt(shared, &resources, &keys, &ttl, None).await,
+        let span = spans::acquire(&resources[0], attempts, shared.quorum);
+        let started = Instant::now();
+        let outcome = async {
+            match owner {
+                Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
+                None if plan.fencing => fenced::attempt(shared, &resources, &keys, &ttl).await,
+                None => attempt(shared, &resources, &keys, &ttl, None).await,
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        let kind = outcome.as_ref().err().map(|f| f.kind(shared.quorum));
+        let end = End {
+            outcome: kind.unwrap_or("acquired"),
+            failed: kind.is_some(),
+            votes: None,
+            elapsed: started.elapsed(),
         };
+        spans::finish(&span, end);
+        meter.attempt(end.outcome, end.elapsed);
         // After the first attempt, so that the checks never slow it down.
         super::warn_once(shared);
         let failure = match outcome {
-            Ok(held) => return Ok(held),
+            Ok(held) => {
+                meter.acquisition("acquired", called.elapsed(), attempts);
+                return Ok(held);
+            }
             Err(failure) => failure,
         };
         let now = Instant::now();
@@ -71,10 +92,12 @@ pub(crate) async fn acquire(
             }
         };
         let out_of_time = plan.give_up_at.is_some_and(|at| wake_at >= at);
+        let kind = failure.kind(shared.quorum);
         let report = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
             .with_validity_exhausted(failure.validity_exhausted);
         // Waiting does not mend credentials, ACLs or replicas.
         if pauses > plan.retries || out_of_time || report.is_misconfigured() {
+            meter.acquisition(kind, called.elapsed(), attempts);
             let attempts = report;
             tracing::debug!(%attempts, "lock not acquired");
             return Err(Error::NotAcquired(Box::new(attempts)));
@@ -112,7 +135,7 @@ async fn attempt(
         None => value::fresh_labelled(shared.config.holder_label()).into(),
     };
     let owner: Option<Arc<str>> = owner.map(Arc::from);
-    let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+    let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let mut round = shared
         .fan_out("acquire", Leftover::Finish, &[], |node| {
@@ -130,6 +153,7 @@ async fn attempt(
             }
         })
         .await;
+    spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
     let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
         .filter(|v| *v > shared.config.min_validity());
@@ -137,7 +161,7 @@ async fn attempt(
         && let Some(validity) = validity
     {
         let gates = pending.disarm();
-        tracing::debug!(resource = %resources[0], ?validity, "lock acquired");
+        tracing::debug!(?validity, "lock acquired");
         return Ok(Held::acquired(
             resources, keys, value, None, ttl, start, gates,
         ));

@@ -5,11 +5,13 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
 use crate::node::commands::Found;
 use crate::quorum::{Decision, Leftover};
+use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
 
 impl Held {
@@ -29,6 +31,32 @@ impl Held {
     /// contacted) or a quorum no longer holds our value;
     /// [`Error::NotAcquired`] when too many nodes failed or answered late.
     pub(crate) async fn extend_round(&self, shared: &Shared, ttl: &Ttl) -> Result<()> {
+        let span = spans::extend(self.resource(), shared.quorum);
+        let start = Instant::now();
+        let deadline = self.status().deadline;
+        let result = self.round(shared, ttl).instrument(span.clone()).await;
+        let margin = deadline.saturating_duration_since(Instant::now());
+        let meter = crate::metrics::lock(&shared.config, self.resource());
+        meter.extension(result.is_ok().then_some(margin));
+        let outcome = match &result {
+            Ok(()) => "extended",
+            Err(Error::Expired) if self.status().lost => "gone",
+            Err(Error::Expired) => "expired",
+            Err(Error::NotAcquired(a)) if a.is_validity_exhausted() => "validity_exhausted",
+            Err(_) => "not_confirmed",
+        };
+        let end = End {
+            outcome,
+            failed: result.is_err(),
+            votes: None,
+            elapsed: start.elapsed(),
+        };
+        spans::finish(&span, end);
+        result
+    }
+
+    /// [`extend_round`](Self::extend_round) inside its span.
+    async fn round(&self, shared: &Shared, ttl: &Ttl) -> Result<()> {
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
@@ -76,11 +104,12 @@ impl Held {
                 }
             })
             .await;
+        spans::votes(round.granted(), round.refused());
         *last = std::mem::take(&mut round.gates);
         let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift);
         if round.decision == Decision::Won && validity.is_some() {
             self.status.send_modify(|s| s.deadline = new_deadline);
-            tracing::debug!(resource = self.resource(), remaining = ?self.remaining(), "lock extended");
+            tracing::debug!(remaining = ?self.remaining(), "lock extended");
             if reseed {
                 let missing = std::mem::take(
                     &mut *missing
@@ -93,8 +122,8 @@ impl Held {
         }
         // The deadline stays at the earlier of the old and the new one.
         if round.refused() > shared.nodes.len() - shared.quorum {
-            self.mark_lost();
-            tracing::debug!(resource = self.resource(), "extend found the lock gone");
+            self.lose(&shared.config);
+            tracing::debug!("extend found the lock gone");
             return Err(Error::Expired);
         }
         let attempts = Attempts::new(

@@ -63,7 +63,7 @@ pub(crate) async fn attempt(
         .chain(resources.iter().map(|r| counter_key(prefix, r)))
         .collect();
     let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
-    let mut pending = ReleaseOnDrop::arm(shared, keys, &value);
+    let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let (mut round, answers) = quorum::fan_out_values(
         "acquire",
@@ -81,6 +81,7 @@ pub(crate) async fn attempt(
         Option::is_some,
     )
     .await;
+    crate::spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
     let mut reports = round.reports(&shared.nodes);
     let mut validity_exhausted = false;
@@ -107,7 +108,7 @@ pub(crate) async fn attempt(
             .filter(|v| *v > shared.config.min_validity());
         if written.decision == Decision::Won && validity.is_some() {
             let gates = pending.disarm();
-            tracing::debug!(resource = %resources[0], ?validity, ?tokens, "fenced lock acquired");
+            tracing::debug!(?validity, ?tokens, "fenced lock acquired");
             return Ok(Held::acquired(
                 resources,
                 keys,

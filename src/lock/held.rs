@@ -89,6 +89,24 @@ impl Held {
         self.status.send_modify(|s| s.lost = true);
     }
 
+    /// Marks the lock lost because it could not be kept; counted once, by
+    /// whoever finds it first (an extension or the watchdog).
+    pub(crate) fn lose(&self, config: &crate::config::Config) {
+        if self
+            .status
+            .send_if_modified(|s| !std::mem::replace(&mut s.lost, true))
+        {
+            crate::metrics::lock(config, self.resource()).lost();
+        }
+    }
+
+    /// The guard was dropped without a release: the hold ends here.
+    pub(crate) fn dropped(&self, config: &crate::config::Config) {
+        self.mark_lost();
+        let meter = crate::metrics::lock(config, self.resource());
+        meter.hold_ended("dropped", self.acquired_at.elapsed());
+    }
+
     /// Waits for the end of any other extension round of this lock and
     /// returns the lock that keeps the next one from starting until this
     /// one is done, holding the latest round's gates: chain the new round

@@ -4,8 +4,12 @@
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+use tracing::Instrument;
+
 use super::{Held, Shared};
-use crate::quorum::{Decision, Gate, Leftover};
+use crate::quorum::{Decision, Gate, Leftover, Round};
+use crate::spans::{self, End};
 
 impl Held {
     /// Marks the lock lost (its watchers stop) and deletes it on every node
@@ -18,13 +22,40 @@ impl Held {
     /// The deletes already sent complete; compare-and-delete can never
     /// remove another owner's key.
     pub(crate) async fn release(&self, shared: &Shared) -> bool {
+        let span = spans::release(self.resource(), shared.quorum, false);
+        let start = Instant::now();
+        let expired = self.remaining().is_zero();
         self.mark_lost();
-        let last = self.next_round().await;
-        let round = shared
-            .release_round(&self.keys, &self.value, (Leftover::Finish, &last), true)
-            .await;
+        let round = async {
+            let last = self.next_round().await;
+            shared
+                .release_round(&self.keys, &self.value, (Leftover::Finish, &last), true)
+                .await
+        }
+        .instrument(span.clone())
+        .await;
+        finish(&span, &round, start);
+        let held = round.decision == Decision::Won && !expired;
+        let meter = crate::metrics::lock(&shared.config, self.resource());
+        meter.hold_ended(
+            if held { "released" } else { "expired" },
+            self.acquired_at.elapsed(),
+        );
         round.decision == Decision::Won
     }
+}
+
+/// Records how a release round ended on its span: `released` when a
+/// quorum still held the lock, else `expired`.
+fn finish(span: &tracing::Span, round: &Round, start: Instant) {
+    let won = round.decision == Decision::Won;
+    let end = End {
+        outcome: if won { "released" } else { "expired" },
+        failed: !won,
+        votes: Some((round.granted(), round.refused())),
+        elapsed: start.elapsed(),
+    };
+    spans::finish(span, end);
 }
 
 /// Spawns a compare-and-delete of `keys` holding `value` on every node,
@@ -35,22 +66,26 @@ impl Held {
 /// waits for it.
 pub(crate) fn spawn_release(
     shared: &Arc<Shared>,
-    keys: &Arc<[String]>,
+    (resource, keys): (&str, &Arc<[String]>),
     value: &Arc<str>,
     before: impl Future<Output = Vec<Gate>> + Send + 'static,
 ) {
+    let span = spans::release(resource, shared.quorum, true);
     let task = {
         let shared = Arc::clone(shared);
         let keys = Arc::clone(keys);
         let value = Arc::clone(value);
+        let span = span.clone();
         async move {
+            let start = Instant::now();
             let after = before.await;
-            shared
+            let round = shared
                 .release_round(&keys, &value, (Leftover::Finish, &after), true)
                 .await;
+            finish(&span, &round, start);
         }
     };
-    if !shared.background.spawn(task) {
+    if !shared.background.spawn(task.instrument(span)) {
         tracing::warn!(
             keys = ?keys,
             "no tokio runtime to release the lock from Drop; its keys expire at their TTL"
@@ -62,6 +97,7 @@ pub(crate) fn spawn_release(
 /// it either hands them to a guard or releases them itself.
 pub(crate) struct ReleaseOnDrop {
     shared: Arc<Shared>,
+    resources: Arc<[String]>,
     keys: Arc<[String]>,
     value: Arc<str>,
     /// When the attempt's calls to each node are over.
@@ -70,9 +106,14 @@ pub(crate) struct ReleaseOnDrop {
 }
 
 impl ReleaseOnDrop {
-    pub(crate) fn arm(shared: &Arc<Shared>, keys: &Arc<[String]>, value: &Arc<str>) -> Self {
+    pub(crate) fn arm(
+        shared: &Arc<Shared>,
+        (resources, keys): (&Arc<[String]>, &Arc<[String]>),
+        value: &Arc<str>,
+    ) -> Self {
         ReleaseOnDrop {
             shared: Arc::clone(shared),
+            resources: Arc::clone(resources),
             keys: Arc::clone(keys),
             value: Arc::clone(value),
             gates: Vec::new(),
@@ -109,9 +150,10 @@ impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
         if self.armed {
             tracing::debug!(keys = ?self.keys, "acquire cancelled; releasing its keys");
+            let resource = self.resources.first().map_or("", String::as_str);
             spawn_release(
                 &self.shared,
-                &self.keys,
+                (resource, &self.keys),
                 &self.value,
                 std::future::ready(std::mem::take(&mut self.gates)),
             );

@@ -4,6 +4,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod commands;
+pub(crate) mod observe;
 pub(crate) mod scripts;
 mod tls;
 
@@ -80,6 +81,8 @@ pub(crate) struct Node {
     timeout: Duration,
     /// The bound on opening a connection, which may exceed `timeout`.
     connect_timeout: Duration,
+    /// The labels of this node's metrics.
+    pub(crate) labels: crate::metrics::NodeLabels,
 }
 
 impl Node {
@@ -100,6 +103,7 @@ impl Node {
         let client = tls::client(index, info, &name, connect)?;
         Ok(Node {
             name,
+            labels: crate::metrics::NodeLabels::new(&server),
             server,
             client,
             conn: Mutex::new(None),

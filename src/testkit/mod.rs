@@ -35,6 +35,8 @@ mod oracle;
 mod proxy;
 mod resp;
 mod server;
+mod svg;
+mod timeline;
 
 pub use builder::{LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use certs::TestCertificates;
@@ -47,3 +49,4 @@ pub use nodes::{Nodes, REDLOCK_NODES_ENV};
 pub use oracle::{KeyLife, ORACLE_TOLERANCE, Oracle, Violation, quorum_life};
 pub use proxy::ProxyMode;
 pub use server::NodeState;
+pub use timeline::Timeline;

@@ -1,0 +1,47 @@
+//! What one node call tells the spans and the metrics: its outcome, its
+//! `error.type`, how long it took.
+
+use std::time::Duration;
+
+use super::{Node, NodeError, NodeResult};
+use crate::error::NodeOutcome;
+use crate::{metrics, spans};
+
+/// Reports `node`'s `answer` to one call of a round (`granted` says which
+/// answers grant) that took `elapsed`; `late`: it came after the round was
+/// decided (then it is no vote). Returns the outcome to tally.
+pub(crate) fn answered<T>(
+    (op, node): (&'static str, &Node),
+    answer: &NodeResult<T>,
+    granted: fn(&T) -> bool,
+    (elapsed, late): (Duration, bool),
+) -> NodeOutcome {
+    let (outcome, vote) = match answer {
+        Ok(value) if granted(value) => (NodeOutcome::Granted, "granted"),
+        Ok(_) => (NodeOutcome::Refused, "refused"),
+        Err(e @ NodeError::TimedOut) => (e.outcome(), "timed_out"),
+        Err(e) => (e.outcome(), "failed"),
+    };
+    let error = answer.as_ref().err().map(error_type);
+    spans::node_answer(
+        op,
+        node.server(),
+        &outcome,
+        error.as_deref(),
+        (elapsed, late),
+    );
+    metrics::node_call((op, &node.labels), (vote, !late), elapsed);
+    outcome
+}
+
+/// `error.type` of a failed node call: `timeout`, the server's error code
+/// (`READONLY`, `NOSCRIPT`, ...), or the kind of a client-side error.
+pub(crate) fn error_type(error: &NodeError) -> String {
+    match error {
+        NodeError::TimedOut => "timeout".to_owned(),
+        NodeError::Failed(failure) => match failure.code() {
+            Some(code) => code.to_owned(),
+            None => failure.kind().name().to_owned(),
+        },
+    }
+}
