@@ -17,7 +17,8 @@ use tracing::Instrument;
 
 use crate::failure::FailureKind;
 use crate::node::{Node, NodeError};
-use crate::problem::{NodeCheck, NodeProblem};
+use crate::node_check::NodeCheck;
+use crate::problem::NodeProblem;
 
 /// Facts about every node, duplicates resolved across nodes. `fencing`
 /// sharpens the persistence advice (fence counters never expire).

@@ -233,12 +233,15 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // Floor 0, vocabulary: no I/O.
+mod attempts;
 mod config;
 mod error;
 mod failure;
 mod keys;
 pub mod metrics;
+mod node_check;
 mod options;
+mod outcome;
 mod problem;
 mod spans;
 mod ttl;
@@ -276,8 +279,9 @@ pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
 pub use inspect::{Inspection, NodeHold, NodeView};
+pub use node_check::NodeCheck;
 pub use options::LockOptions;
-pub use problem::{NodeCheck, NodeProblem};
+pub use problem::NodeProblem;
 /// The `redis` crate redquorum is built on (major version 1): name its
 /// types (`redis::ConnectionInfo`, `redis::IntoConnectionInfo`, TLS
 /// settings) through this re-export, so that they always match the version

@@ -316,7 +316,7 @@ pub(crate) fn node_call(
 
 /// Sets each reachable node's count of problems found by the start-up
 /// checks (an unreachable node keeps its last count).
-pub(crate) fn checked(checks: &[crate::problem::NodeCheck]) {
+pub(crate) fn checked(checks: &[crate::node_check::NodeCheck]) {
     #[cfg(feature = "metrics")]
     for check in checks.iter().filter(|c| c.reachable()) {
         use crate::problem::NodeProblem;

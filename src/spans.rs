@@ -144,7 +144,11 @@ pub(crate) fn votes(granted: usize, refused: usize) {
 
 /// Records the end of the start-up checks on `span`, and one DEBUG event
 /// per node: reachable or not, latency, number of problems.
-pub(crate) fn finish_check(span: &Span, checks: &[crate::problem::NodeCheck], elapsed: Duration) {
+pub(crate) fn finish_check(
+    span: &Span,
+    checks: &[crate::node_check::NodeCheck],
+    elapsed: Duration,
+) {
     let problems: usize = checks.iter().map(|c| c.problems().len()).sum();
     let failed = problems > 0;
     let outcome = if failed { "problems" } else { "ok" };

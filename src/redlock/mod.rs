@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::handoff::Handoff;
 use crate::lock::Shared;
 use crate::node::Node;
-use crate::problem::NodeCheck;
+use crate::node_check::NodeCheck;
 
 /// A distributed lock over N independent Redis masters (Redlock).
 ///

@@ -1,0 +1,83 @@
+//! [`NodeCheck`]: the facts the start-up checks read from one node.
+
+use std::time::Duration;
+
+use crate::problem::NodeProblem;
+
+/// Facts about one node, from
+/// [`Redlock::check_report`](crate::Redlock::check_report).
+///
+/// ```no_run
+/// # async fn run(redlock: redquorum::Redlock) {
+/// for node in redlock.check_report().await {
+///     println!("{} reachable={} role={:?} policy={:?} latency={:?} problems={}",
+///         node.node(), node.reachable(), node.role(), node.eviction_policy(),
+///         node.latency(), node.problems().len());
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct NodeCheck {
+    pub(crate) index: usize,
+    pub(crate) node: String,
+    pub(crate) reachable: bool,
+    pub(crate) role: Option<String>,
+    pub(crate) eviction_policy: Option<String>,
+    pub(crate) run_id: Option<String>,
+    pub(crate) cluster_enabled: bool,
+    pub(crate) latency: Option<Duration>,
+    pub(crate) replicas: Option<usize>,
+    pub(crate) persistence: Option<(String, String)>,
+    pub(crate) problems: Vec<NodeProblem>,
+}
+
+impl NodeCheck {
+    /// Position in the node list.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// Address, without credentials.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+    /// Whether the node answered at all (an authentication refusal counts as
+    /// an answer).
+    pub fn reachable(&self) -> bool {
+        self.reachable
+    }
+    /// First element of `ROLE` (`master`, `slave`, `sentinel`), if read.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+    /// `maxmemory-policy`, if `CONFIG GET` is allowed.
+    pub fn eviction_policy(&self) -> Option<&str> {
+        self.eviction_policy.as_deref()
+    }
+    /// The server's `run_id` from `INFO server`, if read.
+    pub fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+    /// Whether `INFO cluster` says `cluster_enabled:1`.
+    pub fn cluster_enabled(&self) -> bool {
+        self.cluster_enabled
+    }
+    /// Round-trip time of the `ROLE` call, if it succeeded.
+    pub fn latency(&self) -> Option<Duration> {
+        self.latency
+    }
+    /// For a master, how many replicas `ROLE` lists.
+    pub fn replicas(&self) -> Option<usize> {
+        self.replicas
+    }
+    /// `appendonly` and `appendfsync`, if `CONFIG GET` is allowed.
+    pub fn persistence(&self) -> Option<(&str, &str)> {
+        self.persistence
+            .as_ref()
+            .map(|(a, f)| (a.as_str(), f.as_str()))
+    }
+    /// Misconfigurations and warnings found on this node (empty when all
+    /// is well); see [`NodeProblem::is_warning`].
+    pub fn problems(&self) -> &[NodeProblem] {
+        &self.problems
+    }
+}

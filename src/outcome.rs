@@ -1,0 +1,133 @@
+//! [`NodeOutcome`] and [`NodeReport`]: what one node answered in one
+//! round.
+
+use std::fmt;
+
+/// What one node answered in one attempt.
+///
+/// # Examples
+///
+/// ```
+/// use redquorum::NodeOutcome;
+///
+/// let outcome = NodeOutcome::Refused;
+/// assert!(!outcome.is_success());
+/// assert!(!outcome.is_unavailable());
+/// assert_eq!(outcome.to_string(), "refused");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeOutcome {
+    /// The node granted the request: the lock set, extended or released.
+    Granted,
+    /// The node refused: for an acquisition, another owner holds the key;
+    /// for an extension or a release, the key is no longer ours (expired,
+    /// or another owner's).
+    Refused,
+    /// No answer within the node timeout.
+    TimedOut,
+    /// A connection or server error: its [`FailureKind`](crate::FailureKind)
+    /// and message.
+    Failed(crate::failure::NodeFailure),
+    /// The attempt was decided before this node answered.
+    Pending,
+}
+
+impl NodeOutcome {
+    /// True when the node granted the request.
+    ///
+    /// ```
+    /// assert!(redquorum::NodeOutcome::Granted.is_success());
+    /// ```
+    pub fn is_success(&self) -> bool {
+        matches!(self, NodeOutcome::Granted)
+    }
+
+    /// True when the node could not be used for a reason that may pass
+    /// (a timeout, a refused or broken connection, a server error), as
+    /// opposed to answering that someone else holds the lock, or to a
+    /// [misconfiguration](NodeOutcome::is_misconfigured).
+    ///
+    /// ```
+    /// assert!(redquorum::NodeOutcome::TimedOut.is_unavailable());
+    /// ```
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            NodeOutcome::TimedOut => true,
+            NodeOutcome::Failed(failure) => !failure.is_misconfiguration(),
+            _ => false,
+        }
+    }
+
+    /// True when the node failed for a reason waiting does not cure: our
+    /// credentials refused, the ACL forbids a command, the node is a
+    /// read-only replica, TLS settings do not match
+    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)).
+    ///
+    /// ```
+    /// assert!(!redquorum::NodeOutcome::TimedOut.is_misconfigured());
+    /// ```
+    pub fn is_misconfigured(&self) -> bool {
+        matches!(self, NodeOutcome::Failed(failure) if failure.is_misconfiguration())
+    }
+}
+
+impl fmt::Display for NodeOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeOutcome::Granted => f.write_str("granted"),
+            NodeOutcome::Refused => f.write_str("refused"),
+            NodeOutcome::TimedOut => f.write_str("timed out"),
+            NodeOutcome::Failed(why) => write!(f, "error: {why}"),
+            NodeOutcome::Pending => f.write_str("no answer yet"),
+        }
+    }
+}
+
+/// One node's answer: which node, and what it said. Read from
+/// [`Attempts::nodes`]; shown as `127.0.0.1:7001: timed out`.
+///
+/// ```no_run
+/// use redquorum::{Error, NodeOutcome};
+///
+/// # async fn run(redlock: redquorum::Redlock) {
+/// if let Err(Error::NotAcquired(why)) = redlock.try_lock("jobs", std::time::Duration::from_secs(5)).await {
+///     for report in why.nodes() {
+///         if report.outcome().is_unavailable() {
+///             eprintln!("{report}"); // e.g. "127.0.0.1:7001: timed out"
+///         }
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeReport {
+    node: String,
+    outcome: NodeOutcome,
+}
+
+impl NodeReport {
+    /// A report for `node` (its address, without credentials).
+    pub(crate) fn new(node: impl Into<String>, outcome: NodeOutcome) -> Self {
+        NodeReport {
+            node: node.into(),
+            outcome,
+        }
+    }
+
+    /// The node's address, without credentials.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// What the node answered.
+    pub fn outcome(&self) -> &NodeOutcome {
+        &self.outcome
+    }
+}
+
+impl fmt::Display for NodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.node, self.outcome)
+    }
+}
