@@ -21,7 +21,7 @@
 //! | `redquorum.lock.lost` | counter | {lock} | | locks lost while held: the watchdog gave up, or an extension found that a quorum no longer holds the lock |
 //! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer counted by a round: `granted`, `refused`, `timed_out`, `failed` |
 //! | `redquorum.node.call.duration` | histogram | s | `server.address`, `server.port`, `db.operation.name` | one call to one node, answered or timed out, late ones included |
-//! | `redquorum.node.misconfigured` | gauge | {problem} | `server.address`, `server.port` | problems the last start-up check found on the node (0 when none; an unreachable node is not counted) |
+//! | `redquorum.node.misconfigured` | gauge | {problem} | `server.address`, `server.port` | problems the last start-up check found on the node, warnings left out (0 when none; an unreachable node is not counted) |
 //!
 //! `db.operation.name` is `acquire`, `fence` (the fencing write-back),
 //! `extend` or `release`. Cardinality is bounded: one series per node and
@@ -315,13 +315,14 @@ pub(crate) fn node_call(
 }
 
 /// Sets each reachable node's count of problems found by the start-up
-/// checks (an unreachable node keeps its last count).
+/// checks, warnings left out (an unreachable node keeps its last count).
 pub(crate) fn checked(checks: &[crate::node_check::NodeCheck]) {
     #[cfg(feature = "metrics")]
     for check in checks.iter().filter(|c| c.reachable()) {
         use crate::problem::NodeProblem;
         let problems = check.problems().iter();
-        let found = problems.filter(|p| !matches!(p, NodeProblem::Unreachable { .. }));
+        let found =
+            problems.filter(|p| !p.is_warning() && !matches!(p, NodeProblem::Unreachable { .. }));
         ::metrics::gauge!(NODE_MISCONFIGURED, node_labels(check.node())).set(found.count() as f64);
     }
 }
