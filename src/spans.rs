@@ -149,7 +149,11 @@ pub(crate) fn finish_check(
     checks: &[crate::node_check::NodeCheck],
     elapsed: Duration,
 ) {
-    let problems: usize = checks.iter().map(|c| c.problems().len()).sum();
+    // Warnings (replicas, persistence) leave the check passed.
+    let problems: usize = checks
+        .iter()
+        .map(|c| c.problems().iter().filter(|p| !p.is_warning()).count())
+        .sum();
     let failed = problems > 0;
     let outcome = if failed { "problems" } else { "ok" };
     span.record("redquorum.problems", problems);
