@@ -3,8 +3,8 @@
 # redquorum, rslock and a hand-written five-node floor, sequential and
 # with 64 tasks: the noise-free figure of the performance work.
 #
-#   bash scripts/instructions.sh            # K = 200 and 1000
-#   K1=100 K2=500 bash scripts/instructions.sh
+#   bash scripts/instructions.sh            # K = 256 and 1024
+#   K1=128 K2=512 bash scripts/instructions.sh   # K: multiples of 64
 #
 # Each run of benches/peers' `pairs` driver starts five local
 # redis-server processes (callgrind does not follow children, so only the
@@ -14,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-redis.sh
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-K1=${K1:-200}
-K2=${K2:-1000}
+K1=${K1:-256}
+K2=${K2:-1024}
 (cd benches/peers && cargo build --release --bin pairs -q)
 bin=benches/peers/target/release/pairs
 out=$(mktemp -d)

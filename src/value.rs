@@ -1,25 +1,20 @@
 //! Lock values: one fresh random value per attempt, and the hold ids of
 //! reentrant holds.
 
-use rand::TryRng;
-
 use crate::error::{Error, Result};
 
 /// Bytes of randomness in a lock value (160 bits).
 const VALUE_BYTES: usize = 20;
 
-/// A fresh value for one attempt: 160 bits from the operating system's
-/// CSPRNG, hex-encoded. Values are never reused across attempts, so a late
-/// reply to one attempt can never count for the next.
-///
-/// Should the OS source fail, the thread-local CSPRNG (itself seeded from
-/// the OS) is used instead, so acquisition never fails for want of entropy.
+/// A fresh value for one attempt: 160 bits from the thread-local CSPRNG
+/// (`rand::rng()`: ChaCha, seeded from the operating system once per
+/// thread and reseeded as it goes), hex-encoded. A value must be unique
+/// (a late reply to one attempt never counts for the next) and
+/// unguessable (nobody else can release or extend our lock); 160 bits of
+/// a CSPRNG give both, without a `getrandom` system call per attempt.
 pub(crate) fn fresh() -> String {
     let mut bytes = [0u8; VALUE_BYTES];
-    if rand::rngs::SysRng.try_fill_bytes(&mut bytes).is_err() {
-        tracing::warn!("OS random source failed; using the thread-local CSPRNG for a lock value");
-        rand::fill(&mut bytes);
-    }
+    rand::fill(&mut bytes);
     let mut hex = String::with_capacity(VALUE_BYTES * 2);
     for byte in bytes {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
