@@ -213,14 +213,9 @@ async fn a_script_the_acl_refuses_is_reported_with_the_command_it_lacks() {
 #[tokio::test]
 async fn a_read_only_replica_is_a_misconfiguration_not_an_outage() {
     let cluster = common::cluster(3);
-    let master = cluster.direct_url(0);
-    let port = master
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap_or("");
+    let port = common::port_of(&cluster.direct_url(0));
     for i in [1, 2] {
-        let cmd = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port).clone();
+        let cmd = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port).clone();
         common::query::<()>(&cluster.direct_url(i), &cmd).expect("REPLICAOF");
     }
     let config = common::fast_config().with_retry_count(50);

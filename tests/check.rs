@@ -48,13 +48,7 @@ async fn a_healthy_cluster_passes_and_the_report_has_a_row_per_node() {
 #[tokio::test]
 async fn a_master_with_a_replica_is_warned_about_and_still_passes() {
     let cluster = common::cluster(4);
-    let port = cluster
-        .direct_url(0)
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .to_owned();
+    let port = common::port_of(&cluster.direct_url(0));
     // Node 3 becomes a replica of node 0 and is not one of the voters.
     common::query::<()>(
         &cluster.direct_url(3),
@@ -136,13 +130,7 @@ async fn strict_checks_refuse_to_lock_until_the_check_passes() {
 #[tokio::test]
 async fn a_replica_is_reported_as_not_a_master() {
     let cluster = common::cluster(3);
-    let port = cluster
-        .direct_url(0)
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .to_owned();
+    let port = common::port_of(&cluster.direct_url(0));
     let replica = cluster.direct_url(2);
     if let Err(e) = common::query::<()>(
         &replica,

@@ -238,18 +238,7 @@ fn two_concurrent_no_wait_runs_let_one_run_and_turn_the_other_away_at_once() {
         spawn(command)
     };
     let mut children = [start(), start()];
-    let give_up = Instant::now() + HANG;
-    let (first, status) = loop {
-        let done = children
-            .iter_mut()
-            .enumerate()
-            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
-        if let Some(found) = done {
-            break found;
-        }
-        assert!(Instant::now() < give_up, "neither run exited");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let (first, status) = first_to_exit(&mut children, "neither run exited");
     let other = 1 - first;
     let loser_stderr = stderr(&mut children[first]);
     assert_eq!(status.code(), Some(EX_TEMPFAIL), "{loser_stderr}");
@@ -1682,18 +1671,7 @@ fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
 
     // Two hosts start the job: one runs it, the other says nothing (no mail) and exits 0.
     let mut hosts = [cron(), cron()];
-    let give_up = Instant::now() + HANG;
-    let (loser, status) = loop {
-        let done = hosts
-            .iter_mut()
-            .enumerate()
-            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
-        if let Some(found) = done {
-            break found;
-        }
-        assert!(Instant::now() < give_up, "neither host's job ended");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let (loser, status) = first_to_exit(&mut hosts, "neither host's job ended");
     let mut loser_out = String::new();
     if let Some(mut out) = hosts[loser].stdout.take() {
         let _ = out.read_to_string(&mut loser_out);
@@ -1764,4 +1742,20 @@ fn status_json_tells_a_partial_hold_and_a_foreign_key_apart() {
         "{second}"
     );
     assert_eq!(v["nodes"][2]["state"], "free", "{v}");
+}
+
+/// Which of `children` exits first, and how; fails with `what` after `HANG`.
+fn first_to_exit(children: &mut [Child], what: &str) -> (usize, ExitStatus) {
+    let give_up = Instant::now() + HANG;
+    loop {
+        let done = children
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)));
+        if let Some(found) = done {
+            return found;
+        }
+        assert!(Instant::now() < give_up, "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

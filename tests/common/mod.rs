@@ -57,6 +57,15 @@ pub fn redlock(urls: &[String], config: Config) -> Redlock {
     }
 }
 
+/// The port of a `redis://host:port/` URL, as text (for `REPLICAOF`).
+pub fn port_of(url: &str) -> String {
+    url.trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// Runs a command on the node at `url` (direct, synchronous: for assertions).
 pub fn query<T: redis::FromRedisValue>(url: &str, cmd: &redis::Cmd) -> redis::RedisResult<T> {
     let client = redis::Client::open(url)?;
