@@ -260,6 +260,13 @@ async fn a_lock_gone_from_a_majority_counts_once_though_two_find_it() {
     let resource = unique("metrics-gone");
     let ttl = Duration::from_millis(900);
     let mut guard = redlock.try_lock(&resource, ttl).await.unwrap();
+    // try_lock returns at quorum: wait until every node has the key, so
+    // that it can be taken from three of them.
+    let everywhere = eventually(Duration::from_secs(5), || {
+        holders(&cluster.direct_urls(), &key(&resource), guard.value()) == 5
+    })
+    .await;
+    assert!(everywhere, "the key never reached every node");
     guard.auto_extend();
     for i in 0..3 {
         assert!(cluster.expire_now(i, &key(&resource)).unwrap());
