@@ -54,14 +54,19 @@ pub(crate) async fn report(nodes: &[Arc<Node>], fencing: bool) -> Vec<NodeCheck>
 }
 
 /// The problems that make `check()` fail: not the warnings, and unreachable
-/// nodes only when fewer than a quorum answer.
+/// nodes only when fewer than a quorum of nodes are usable (reachable,
+/// with warnings at most: a node that answered with a TLS or ACL problem
+/// is no vote either).
 pub(crate) fn problems(checks: &[NodeCheck], quorum: usize) -> Vec<NodeProblem> {
-    let reachable = checks.iter().filter(|c| c.reachable).count();
+    let usable = checks
+        .iter()
+        .filter(|c| c.reachable && c.problems.iter().all(NodeProblem::is_warning))
+        .count();
     checks
         .iter()
         .flat_map(|c| c.problems.iter())
         .filter(|p| !p.is_warning())
-        .filter(|p| reachable < quorum || !matches!(p, NodeProblem::Unreachable { .. }))
+        .filter(|p| usable < quorum || !matches!(p, NodeProblem::Unreachable { .. }))
         .cloned()
         .collect()
 }
@@ -314,6 +319,19 @@ mod tests {
         };
         assert!(problems(&[down(0), up(1), up(2)], 2).is_empty());
         assert_eq!(problems(&[down(0), down(1), up(2)], 2).len(), 2);
+        // Nodes that answered with a TLS failure are no votes: the down
+        // node is reported too.
+        let tls = |index| NodeCheck {
+            index,
+            reachable: true,
+            problems: vec![NodeProblem::Tls {
+                index,
+                node: format!("n{index}"),
+                reason: "certificate required".into(),
+            }],
+            ..NodeCheck::default()
+        };
+        assert_eq!(problems(&[tls(0), tls(1), down(2)], 2).len(), 3);
     }
 
     #[test]
