@@ -199,7 +199,7 @@ impl Redlock {
     /// (`ROLE`), accepts our credentials, has `maxmemory-policy noeviction`,
     /// is not a Redis Cluster node, and no two URLs lead to the same server
     /// (`run_id`). Unreachable nodes fail the check only when fewer than a
-    /// quorum answer. The first acquisition runs the same checks in the
+    /// quorum of nodes are usable (answered, with warnings at most). The first acquisition runs the same checks in the
     /// background and logs problems with `tracing::warn!`.
     ///
     /// ```no_run
