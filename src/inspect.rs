@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::error::NodeOutcome;
 use crate::node::Node;
 use crate::node::acl::{Lua, lua};
+use crate::node::call::{Grant, Request};
 use crate::value;
 
 /// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
@@ -158,11 +159,11 @@ pub(crate) async fn inspect(
     lock_key: String,
     counter_key: String,
 ) -> Inspection {
-    let keys = [lock_key, counter_key];
+    let request = Request::script(&INSPECT, &[lock_key, counter_key], &[], Grant::NotNil);
     let views = futures_util::future::join_all(nodes.iter().map(|node| {
-        let keys = &keys;
+        let request = &request;
         async move {
-            let read = node.script::<Reply>(&INSPECT, keys, &[]).await;
+            let read = node.send_bounded::<Reply>(request).await;
             view(node.name(), read.map_err(|e| e.outcome()))
         }
     }))

@@ -12,8 +12,9 @@ use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
 use crate::error::{Attempts, Error, Result};
 use crate::handoff::Interest;
+use crate::node::call::Request;
 use crate::options::Plan;
-use crate::quorum::{Decision, Leftover};
+use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
 use crate::{keys, value};
@@ -134,23 +135,16 @@ async fn attempt(
         Some(_) => value::hold_id().into(),
         None => value::fresh_labelled(shared.config.holder_label()).into(),
     };
-    let owner: Option<Arc<str>> = owner.map(Arc::from);
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
+    let request = Arc::new(match owner {
+        Some(owner) => Request::acquire_reentrant(keys, owner, &value, &ttl.millis),
+        None => Request::acquire(keys, &value, &ttl.millis),
+    });
     let mut round = shared
-        .fan_out("acquire", Leftover::Finish, &[], |node| {
-            let (keys, value, millis) = (
-                Arc::clone(keys),
-                Arc::clone(&value),
-                Arc::clone(&ttl.millis),
-            );
-            let owner = owner.clone();
-            async move {
-                match owner {
-                    Some(owner) => node.acquire_reentrant(&keys, &owner, &value, &millis).await,
-                    None => node.acquire(&keys, &value, &millis).await,
-                }
-            }
+        .fan_out("acquire", Leftover::Finish, &Gates::default(), |node| {
+            let (node, request) = (Arc::clone(node), Arc::clone(&request));
+            async move { node.vote(&request).await }
         })
         .await;
     spans::votes(round.granted(), round.refused());

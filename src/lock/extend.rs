@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
+use crate::node::call::Request;
 use crate::node::commands::Found;
 use crate::quorum::{Decision, Leftover};
 use crate::spans::{self, End};
@@ -80,20 +81,21 @@ impl Held {
             s.deadline = s.deadline.min(new_deadline);
             lower
         });
+        let request = Arc::new(if reseed {
+            Request::extend_or_missing(&self.keys, &self.value, &ttl.millis)
+        } else {
+            Request::extend(&self.keys, &self.value, &ttl.millis)
+        });
         let mut round = shared
             .fan_out("extend", Leftover::Finish, &last, |node| {
-                let (keys, value, millis) = (
-                    Arc::clone(&self.keys),
-                    Arc::clone(&self.value),
-                    Arc::clone(&ttl.millis),
-                );
-                let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, &node));
+                let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, node));
+                let (node, request) = (Arc::clone(node), Arc::clone(&request));
                 let missing = Arc::clone(&missing);
                 async move {
                     if !reseed {
-                        return node.extend(&keys, &value, &millis).await;
+                        return node.vote(&request).await;
                     }
-                    let found = node.extend_or_missing(&keys, &value, &millis).await?;
+                    let found = Found::from_reply(node.send(&request).await?);
                     if let (Found::Missing, Some(index)) = (found, index) {
                         missing
                             .lock()
@@ -140,10 +142,15 @@ impl Held {
     /// Second phase of an extension that reached a quorum: puts the lock
     /// back on the nodes (by index) where the key was missing.
     async fn reseed(&self, shared: &Shared, ttl: &Ttl, missing: &[usize]) {
+        let request = Request::reseed(&self.keys, &self.value, &ttl.millis);
+        let request = &request;
         let calls = missing.iter().filter_map(|&index| {
             let node = shared.nodes.get(index)?;
             Some(async move {
-                let done = node.reseed(&self.keys, &self.value, &ttl.millis).await;
+                let done = node
+                    .send_bounded::<i64>(request)
+                    .await
+                    .map(|done| done == 1);
                 (node.name(), done)
             })
         });

@@ -25,7 +25,8 @@ use tokio::time::Instant;
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
-use crate::quorum::{self, Decision, Leftover};
+use crate::node::call::Request;
+use crate::quorum::{self, Decision, Gates, Leftover};
 use crate::ttl::{self, Ttl};
 use crate::value;
 
@@ -65,18 +66,15 @@ pub(crate) async fn attempt(
     let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
+    let request = Arc::new(Request::fenced_acquire(&all_keys, &value, &ttl.millis));
     let (mut round, answers) = quorum::fan_out_values(
         "acquire",
         &shared.nodes,
         shared.quorum,
-        (Leftover::Finish, shared.chain(&[])),
+        (Leftover::Finish, shared.chain(&Gates::default())),
         |node| {
-            let (all_keys, value, millis) = (
-                Arc::clone(&all_keys),
-                Arc::clone(&value),
-                Arc::clone(&ttl.millis),
-            );
-            async move { node.fenced_acquire(&all_keys, &value, &millis).await }
+            let (node, request) = (Arc::clone(node), Arc::clone(&request));
+            async move { node.send::<Option<Vec<String>>>(&request).await }
         },
         Option::is_some,
     )
@@ -90,16 +88,16 @@ pub(crate) async fn attempt(
         Decision::Lost => None,
     };
     if let Some(tokens) = tokens {
-        let args: Arc<[String]> = tokens.iter().map(u64::to_string).collect();
+        let args: Vec<String> = tokens.iter().map(u64::to_string).collect();
+        let request = Arc::new(Request::fence_write_back(&all_keys, &value, &args));
         // To every node, not only those that granted: where a late acquire
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
         // writes nothing.
         let mut written = shared
             .fan_out("fence", Leftover::Finish, &pending.gates, |node| {
-                let (all_keys, value, args) =
-                    (Arc::clone(&all_keys), Arc::clone(&value), Arc::clone(&args));
-                async move { node.fence_write_back(&all_keys, &value, &args).await }
+                let (node, request) = (Arc::clone(node), Arc::clone(&request));
+                async move { node.vote(&request).await }
             })
             .await;
         // The write-back calls follow phase 1's on each node.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::quorum::Gate;
+use crate::quorum::Gates;
 use crate::ttl::Ttl;
 
 /// The lock's state, shared with whoever watches it.
@@ -31,7 +31,7 @@ pub(crate) struct Held {
     /// Per node, when the latest round's call (the acquisition's or the
     /// last extension's) is over, behind the lock that serialises extension
     /// rounds and the release: see [`Held::next_round`].
-    rounds: tokio::sync::Mutex<Vec<Gate>>,
+    rounds: tokio::sync::Mutex<Gates>,
     /// The TTL the lock was acquired with: the watchdog extends to it.
     pub(crate) ttl: Ttl,
     /// When the acquisition started (limits the watchdog's `max_hold`).
@@ -48,7 +48,7 @@ impl Held {
         tokens: Option<Arc<[u64]>>,
         ttl: &Ttl,
         start: Instant,
-        gates: Vec<Gate>,
+        gates: Gates,
     ) -> Self {
         let (status, _) = watch::channel(Status {
             deadline: start + ttl.ttl - ttl.drift,
@@ -118,7 +118,7 @@ impl Held {
     /// # Cancel safety
     ///
     /// Cancel safe: the gates stay recorded until a round replaces them.
-    pub(crate) async fn next_round(&self) -> tokio::sync::MutexGuard<'_, Vec<Gate>> {
+    pub(crate) async fn next_round(&self) -> tokio::sync::MutexGuard<'_, Gates> {
         self.rounds.lock().await
     }
 }

@@ -17,14 +17,15 @@ use crate::background::Background;
 use crate::config::Config;
 use crate::error::{Error, NodeReport, Result};
 use crate::handoff::Handoff;
+use crate::node::call::Request;
 use crate::node::{Node, NodeResult};
-use crate::quorum::{self, Chain, Gate, Leftover, Round};
+use crate::quorum::{self, Chain, Gates, Leftover, Round};
 
 pub(crate) use held::Held;
 
 /// What every handle and guard of one [`Redlock`](crate::Redlock) shares.
 pub(crate) struct Shared {
-    pub(crate) nodes: Vec<Arc<Node>>,
+    pub(crate) nodes: Arc<[Arc<Node>]>,
     pub(crate) quorum: usize,
     pub(crate) config: Config,
     /// Set once the start-up checks have been run in the background.
@@ -44,11 +45,11 @@ impl Shared {
         &self,
         op: &'static str,
         leftover: Leftover,
-        after: &[Gate],
+        after: &Gates,
         call: F,
     ) -> Round
     where
-        F: FnMut(Arc<Node>) -> Fut,
+        F: FnMut(&Arc<Node>) -> Fut,
         Fut: Future<Output = NodeResult<bool>> + Send + 'static,
     {
         let chain = self.chain(after);
@@ -56,7 +57,7 @@ impl Shared {
     }
 
     /// A round chained after `after` whose leftovers run in the background.
-    pub(crate) fn chain<'a>(&'a self, after: &'a [Gate]) -> Chain<'a> {
+    pub(crate) fn chain<'a>(&'a self, after: &'a Gates) -> Chain<'a> {
         Chain {
             after,
             background: &self.background,
@@ -70,21 +71,21 @@ impl Shared {
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
-        (leftover, after): (Leftover, &[Gate]),
+        (leftover, after): (Leftover, &Gates),
         notify: bool,
     ) -> Round {
-        let channels: Arc<[String]> = if notify && self.config.release_notifications() {
+        let channels: Vec<String> = if notify && self.config.release_notifications() {
             let prefix = self.config.key_prefix();
             keys.iter()
                 .map(|key| crate::keys::channel_of_key(prefix, key))
                 .collect()
         } else {
-            Arc::new([])
+            Vec::new()
         };
+        let request = Arc::new(Request::release(keys, value, &channels));
         self.fan_out("release", leftover, after, |node| {
-            let (keys, value, channels) =
-                (Arc::clone(keys), Arc::clone(value), Arc::clone(&channels));
-            async move { node.release(&keys, &value, &channels).await }
+            let (node, request) = (Arc::clone(node), Arc::clone(&request));
+            async move { node.vote(&request).await }
         })
         .await
     }

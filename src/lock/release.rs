@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{Held, Shared};
-use crate::quorum::{Decision, Gate, Leftover, Round};
+use crate::quorum::{Decision, Gates, Leftover, Round};
 use crate::spans::{self, End};
 
 impl Held {
@@ -68,7 +68,7 @@ pub(crate) fn spawn_release(
     shared: &Arc<Shared>,
     (resource, keys): (&str, &Arc<[String]>),
     value: &Arc<str>,
-    before: impl Future<Output = Vec<Gate>> + Send + 'static,
+    before: impl Future<Output = Gates> + Send + 'static,
 ) {
     let span = spans::release(resource, shared.quorum, true);
     let task = {
@@ -101,7 +101,7 @@ pub(crate) struct ReleaseOnDrop {
     keys: Arc<[String]>,
     value: Arc<str>,
     /// When the attempt's calls to each node are over.
-    pub(crate) gates: Vec<Gate>,
+    pub(crate) gates: Gates,
     armed: bool,
 }
 
@@ -116,7 +116,7 @@ impl ReleaseOnDrop {
             resources: Arc::clone(resources),
             keys: Arc::clone(keys),
             value: Arc::clone(value),
-            gates: Vec::new(),
+            gates: Gates::default(),
             armed: true,
         }
     }
@@ -140,7 +140,7 @@ impl ReleaseOnDrop {
 
     /// The keys are accounted for: nothing to do on drop. Returns when the
     /// attempt's calls are over, for whoever releases the keys later.
-    pub(crate) fn disarm(mut self) -> Vec<Gate> {
+    pub(crate) fn disarm(mut self) -> Gates {
         self.armed = false;
         std::mem::take(&mut self.gates)
     }

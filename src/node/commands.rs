@@ -1,13 +1,14 @@
-//! Every typed lock command on one node: plain, multi-resource, fenced
-//! and reentrant acquisition, release, extension and re-seeding. Each
-//! runs one command or script (see [`scripts`](super::scripts)) bounded by
-//! the node timeout, and reads its answer into a type.
+//! Every lock command, as a [`Request`] built once per round: plain,
+//! multi-resource, fenced and reentrant acquisition, release, extension
+//! and re-seeding. Each runs one command or script (see
+//! [`scripts`](super::scripts)); the [`Grant`] it carries says which reply
+//! is a vote for it.
 
+use super::call::{Grant, Request};
 use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE, RELEASE,
     RESEED, extend_script, release_script,
 };
-use super::{Node, NodeResult};
 use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
@@ -21,125 +22,84 @@ pub(crate) enum Found {
     Missing,
 }
 
-impl Node {
+impl Found {
+    /// Reads the reply of [`Request::extend_or_missing`].
+    pub(crate) fn from_reply(found: i64) -> Self {
+        match found {
+            1 => Found::Extended,
+            -1 => Found::Missing,
+            _ => Found::Foreign,
+        }
+    }
+}
+
+impl Request {
     /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
-    /// several. True when the lock is now ours on this node.
-    pub(crate) async fn acquire(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
+    /// several. Granted when the lock is now ours on the node.
+    pub(crate) fn acquire(keys: &[String], value: &str, ttl_ms: &str) -> Self {
         if let [key] = keys {
             let mut cmd = redis::cmd("SET");
             cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms);
-            let reply: Option<String> = self.command(&cmd).await?;
-            Ok(reply.is_some())
+            Request::command(cmd, Grant::NotNil)
         } else {
-            let set: i64 = self.script(&ACQUIRE_ALL, keys, &[value, ttl_ms]).await?;
-            Ok(set == 1)
+            Request::script(&ACQUIRE_ALL, keys, &[value, ttl_ms], Grant::Int(1))
         }
     }
 
     /// Compare-and-delete, publishing `value` on `channels[i]` (when given)
-    /// once `keys[i]` is deleted. True when every key held our value and is
-    /// gone (for a reentrant hold id: held the hold, which is gone; holds
+    /// once `keys[i]` is deleted. Granted when every key held our value and
+    /// is gone (for a reentrant hold id: held the hold, which is gone; holds
     /// publish nothing).
-    pub(crate) async fn release(
-        &self,
-        keys: &[String],
-        value: &str,
-        channels: &[String],
-    ) -> NodeResult<bool> {
+    pub(crate) fn release(keys: &[String], value: &str, channels: &[String]) -> Self {
+        let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
         if is_hold_id(value) {
-            let script = release_script(value);
-            let deleted: usize = self.script(script, keys, &[value]).await?;
-            return Ok(deleted == keys.len());
+            return Request::script(release_script(value), keys, &[value], all);
         }
         let mut args = Vec::with_capacity(1 + channels.len());
         args.push(value);
         args.extend(channels.iter().map(String::as_str));
-        let deleted: usize = self.script(&RELEASE, keys, &args).await?;
-        Ok(deleted == keys.len())
+        Request::script(&RELEASE, keys, &args, all)
     }
 
-    /// Compare-and-pexpire. True when every key held our value and got the
-    /// new TTL (for a reentrant hold id: at least the new TTL).
-    pub(crate) async fn extend(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        let script = extend_script(value);
-        let extended: i64 = self.script(script, keys, &[value, ttl_ms]).await?;
-        Ok(extended == 1)
+    /// Compare-and-pexpire. Granted when every key held our value and got
+    /// the new TTL (for a reentrant hold id: at least the new TTL).
+    pub(crate) fn extend(keys: &[String], value: &str, ttl_ms: &str) -> Self {
+        Request::script(extend_script(value), keys, &[value, ttl_ms], Grant::Int(1))
     }
 
-    /// Compare-and-pexpire that tells a missing key from a foreign one.
-    pub(crate) async fn extend_or_missing(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<Found> {
-        let found: i64 = self
-            .script(&EXTEND_OR_MISSING, keys, &[value, ttl_ms])
-            .await?;
-        Ok(match found {
-            1 => Found::Extended,
-            -1 => Found::Missing,
-            _ => Found::Foreign,
-        })
+    /// Compare-and-pexpire that tells a missing key from a foreign one
+    /// (read the reply with [`Found::from_reply`]).
+    pub(crate) fn extend_or_missing(keys: &[String], value: &str, ttl_ms: &str) -> Self {
+        Request::script(&EXTEND_OR_MISSING, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
-    /// Sets the missing keys to our value (`SET NX PX`). True when done;
-    /// false when another owner holds one of them (nothing written then).
-    pub(crate) async fn reseed(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        let done: i64 = self.script(&RESEED, keys, &[value, ttl_ms]).await?;
-        Ok(done == 1)
+    /// Sets the missing keys to our value (`SET NX PX`). Granted when done;
+    /// refused when another owner holds one of them (nothing written then).
+    pub(crate) fn reseed(keys: &[String], value: &str, ttl_ms: &str) -> Self {
+        Request::script(&RESEED, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
-    /// True when `owner` now has the hold `hold_id` on the key.
-    pub(crate) async fn acquire_reentrant(
-        &self,
+    /// Granted when `owner` now has the hold `hold_id` on the key.
+    pub(crate) fn acquire_reentrant(
         keys: &[String],
         owner: &str,
         hold_id: &str,
         ttl_ms: &str,
-    ) -> NodeResult<bool> {
-        let taken: i64 = self
-            .script(&REENTRANT_ACQUIRE, keys, &[owner, hold_id, ttl_ms])
-            .await?;
-        Ok(taken == 1)
+    ) -> Self {
+        let args = [owner, hold_id, ttl_ms];
+        Request::script(&REENTRANT_ACQUIRE, keys, &args, Grant::Int(1))
     }
 
-    /// Fencing phase 1: `Some(counters)` when the keys are now ours.
-    pub(crate) async fn fenced_acquire(
-        &self,
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-    ) -> NodeResult<Option<Vec<String>>> {
-        self.script(&FENCED_ACQUIRE, keys, &[value, ttl_ms]).await
+    /// Fencing phase 1: answers `Some(counters)` when the keys are now ours.
+    pub(crate) fn fenced_acquire(keys: &[String], value: &str, ttl_ms: &str) -> Self {
+        Request::script(&FENCED_ACQUIRE, keys, &[value, ttl_ms], Grant::NotNil)
     }
 
-    /// Fencing phase 2: true when the counters were raised under our lock.
-    pub(crate) async fn fence_write_back(
-        &self,
-        keys: &[String],
-        value: &str,
-        tokens: &[String],
-    ) -> NodeResult<bool> {
+    /// Fencing phase 2: granted when the counters were raised under our lock.
+    pub(crate) fn fence_write_back(keys: &[String], value: &str, tokens: &[String]) -> Self {
         let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
         args.push(value);
         args.extend(tokens.iter().map(String::as_str));
-        let written: i64 = self.script(&FENCE_WRITE_BACK, keys, &args).await?;
-        Ok(written == 1)
+        Request::script(&FENCE_WRITE_BACK, keys, &args, Grant::Int(1))
     }
 }

@@ -3,6 +3,7 @@
 //! scripts in [`scripts`].
 
 pub(crate) mod acl;
+pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod observe;
 pub(crate) mod scripts;
@@ -17,7 +18,7 @@ use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 use self::acl::{DIAGNOSE, Lua};
 use crate::config::Connect;
 use crate::error::{NodeOutcome, Result};
-use crate::failure::{FailureKind, NodeFailure, is_script_denied};
+use crate::failure::{FailureKind, NodeFailure};
 
 /// Why one call to one node did not give an answer.
 #[derive(Debug)]
@@ -37,7 +38,7 @@ impl NodeError {
         }
     }
 
-    fn redis(e: &RedisError) -> Self {
+    pub(super) fn redis(e: &RedisError) -> Self {
         NodeError::Failed(NodeFailure::from_redis(e))
     }
 }
@@ -137,7 +138,7 @@ impl Node {
         &self.client
     }
 
-    fn connection(&self) -> NodeResult<ConnectionManager> {
+    pub(super) fn connection(&self) -> NodeResult<ConnectionManager> {
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(live) = conn.as_ref().filter(|c| !c.runtime.is_finished()) {
             return Ok(live.manager.clone());
@@ -172,33 +173,14 @@ impl Node {
         Ok(manager)
     }
 
-    /// Runs `script` with `keys` and `args`, bounded by the node timeout.
-    /// A script the ACL refuses is reported with the command to allow.
-    pub(crate) async fn script<T: redis::FromRedisValue>(
+    /// Asks the node which of `script`'s commands its ACL forbids on `keys`,
+    /// and names it in `failure`. Left as it is when the node cannot say.
+    pub(super) async fn diagnose(
         &self,
         script: &Lua,
         keys: &[String],
-        args: &[&str],
-    ) -> NodeResult<T> {
-        let mut conn = self.connection()?;
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        match self.bounded(invocation.invoke_async(&mut conn)).await {
-            Err(NodeError::Failed(failure)) if is_script_denied(failure.message()) => Err(
-                NodeError::Failed(self.diagnose(script, keys, failure).await),
-            ),
-            answer => answer,
-        }
-    }
-
-    /// Asks the node which of `script`'s commands its ACL forbids on `keys`,
-    /// and names it in `failure`. Left as it is when the node cannot say.
-    async fn diagnose(&self, script: &Lua, keys: &[String], failure: NodeFailure) -> NodeFailure {
+        failure: NodeFailure,
+    ) -> NodeFailure {
         let Ok(mut conn) = self.connection() else {
             return failure;
         };

@@ -138,7 +138,7 @@ impl Redlock {
         );
         Ok(Redlock {
             shared: Arc::new(Shared {
-                nodes: parsed,
+                nodes: parsed.into(),
                 quorum,
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),

@@ -1,32 +1,29 @@
-//! The quorum arithmetic (pure functions) and the concurrent fan-out with an
-//! early decision.
+//! The quorum arithmetic (pure functions, here), the concurrent fan-out
+//! with an early decision ([`fan_out`]) and the gates that keep each
+//! node's calls in the order their rounds started ([`gates`]).
+
+mod fan_out;
+mod gates;
 
 use std::sync::Arc;
 
-use futures_util::future::{BoxFuture, Shared};
-use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
-use tokio::sync::oneshot;
-use tokio::time::Instant;
-use tracing::Instrument;
-
 use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
-use crate::node::{Node, NodeError, NodeResult, observe};
+use crate::node::Node;
 
-/// Completes once one node's call of a round is over: answered, failed,
-/// timed out, or dropped unsent. Cheap to clone.
-pub(crate) type Gate = Shared<BoxFuture<'static, ()>>;
+pub(crate) use fan_out::{fan_out, fan_out_values};
+pub(crate) use gates::Gates;
 
 /// Where a round fits among the rounds of one lock.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Chain<'a> {
-    /// Per node, in node order, the previous round's call: this round's
-    /// call to that node is sent only once it is over, so that calls reach
+    /// Per node, the previous round's call: this round's call to that
+    /// node is sent only once it is over, so that calls reach
     /// each node in the order their rounds started (a late `SET`, or the
     /// re-send of a script after `NOSCRIPT`, never lands after a newer
-    /// call), while the other nodes go ahead. Empty: nothing to wait for.
-    pub(crate) after: &'a [Gate],
+    /// call), while the other nodes go ahead. The default: nothing to
+    /// wait for.
+    pub(crate) after: &'a Gates,
     /// Owns the calls a round leaves in flight ([`Leftover::Finish`]).
     pub(crate) background: &'a Background,
 }
@@ -110,7 +107,7 @@ pub(crate) struct Round {
     pub(crate) outcomes: Vec<NodeOutcome>,
     /// Per node, when this round's call to it is over: the next round of
     /// the same lock is chained after these ([`Chain::after`]).
-    pub(crate) gates: Vec<Gate>,
+    pub(crate) gates: Gates,
 }
 
 impl Round {
@@ -135,126 +132,6 @@ impl Round {
             .filter(|o| matches!(o, NodeOutcome::Refused))
             .count()
     }
-}
-
-/// Sends `call` to every node at once and returns as soon as the outcome is
-/// certain (a quorum granted, or a quorum became impossible).
-///
-/// # Cancel safety
-///
-/// Dropping the returned future drops the calls in flight, with the
-/// semantics of [`Leftover::Drop`].
-pub(crate) async fn fan_out<F, Fut>(
-    op: &'static str,
-    nodes: &[Arc<Node>],
-    quorum: usize,
-    leftover: Leftover,
-    chain: Chain<'_>,
-    call: F,
-) -> Round
-where
-    F: FnMut(Arc<Node>) -> Fut,
-    Fut: Future<Output = NodeResult<bool>> + Send + 'static,
-{
-    fan_out_values(op, nodes, quorum, (leftover, chain), call, |granted| {
-        *granted
-    })
-    .await
-    .0
-}
-
-/// [`fan_out`] for calls that answer with a value: `granted` says which
-/// values count as a grant. Returns the round and, per node, the value it
-/// answered before the decision (`None` for no answer, a timeout or an error).
-///
-/// # Cancel safety
-///
-/// As [`fan_out`].
-pub(crate) async fn fan_out_values<T, F, Fut>(
-    op: &'static str,
-    nodes: &[Arc<Node>],
-    quorum: usize,
-    (leftover, chain): (Leftover, Chain<'_>),
-    mut call: F,
-    granted: fn(&T) -> bool,
-) -> (Round, Vec<Option<T>>)
-where
-    T: Send + 'static,
-    F: FnMut(Arc<Node>) -> Fut,
-    Fut: Future<Output = NodeResult<T>> + Send + 'static,
-{
-    let mut gates = Vec::with_capacity(nodes.len());
-    let mut pending: FuturesUnordered<_> = nodes
-        .iter()
-        .enumerate()
-        .map(|(index, node)| {
-            let answer = call(Arc::clone(node));
-            let before = chain.after.get(index).cloned();
-            let timeout = node.timeout();
-            let (done, over) = oneshot::channel::<()>();
-            gates.push(over.map(|_| ()).boxed().shared());
-            async move {
-                // Dropped when this call is over, or dropped unsent.
-                let _done = done;
-                let queued = Instant::now();
-                if let Some(before) = before {
-                    // Within this call's own time limit: a node still busy
-                    // with the previous call just counts as timed out.
-                    if tokio::time::timeout(timeout, before).await.is_err() {
-                        return (index, Err(NodeError::TimedOut), queued.elapsed());
-                    }
-                }
-                let sent = Instant::now();
-                let answer = answer.await;
-                (index, answer, sent.elapsed())
-            }
-        })
-        .collect();
-    let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
-    let mut values: Vec<Option<T>> = std::iter::repeat_with(|| None).take(nodes.len()).collect();
-    let mut tally = Tally::new(nodes.len(), quorum);
-    let mut decision = tally.decision();
-    while decision.is_none() {
-        let Some((index, answer, elapsed)) = pending.next().await else {
-            break;
-        };
-        let node = (op, &*nodes[index]);
-        let outcome = observe::answered(node, &answer, granted, (elapsed, false));
-        if let Ok(value) = answer {
-            values[index] = Some(value);
-        }
-        decision = tally.record(outcome.is_success());
-        outcomes[index] = outcome;
-    }
-    match leftover {
-        Leftover::Drop => drop(pending),
-        Leftover::Wait => {
-            while let Some((index, answer, elapsed)) = pending.next().await {
-                observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
-            }
-        }
-        Leftover::Finish if !pending.is_empty() => {
-            // fan_out runs inside a runtime (it awaits tokio timers), so
-            // this spawns; were it not to, the calls are dropped, which
-            // opens their gates.
-            let nodes: Vec<Arc<Node>> = nodes.to_vec();
-            let late = async move {
-                while let Some((index, answer, elapsed)) = pending.next().await {
-                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
-                }
-            };
-            chain.background.spawn(late.in_current_span());
-        }
-        Leftover::Finish => {}
-    }
-    let round = Round {
-        // Every node answered yet no decision: only possible with a quorum
-        // of zero nodes, which validation rules out. Losing is the safe reading.
-        decision: decision.unwrap_or(Decision::Lost),
-        outcomes,
-        gates,
-    };
-    (round, values)
 }
 
 #[cfg(test)]

@@ -1,0 +1,161 @@
+//! [`Request`]: one round's command, built once and sent to every node of
+//! the round, and [`Node::send`], which sends it on the node's connection.
+//!
+//! A script is sent as `EVALSHA`; a node that answers `NOSCRIPT` (restarted,
+//! or after `SCRIPT FLUSH`) is given the script with `SCRIPT LOAD` and asked
+//! again, within the same call, so its calls stay in order.
+
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
+
+use super::acl::Lua;
+use super::{Node, NodeError, NodeResult};
+use crate::failure::{NodeFailure, is_script_denied};
+
+/// Which replies count as a grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// Any reply but nil (`SET NX` answers `OK` or nil).
+    NotNil,
+    /// The integer reply equals this number.
+    Int(i64),
+}
+
+impl Grant {
+    fn granted(self, reply: &Value) -> bool {
+        match self {
+            Grant::NotNil => !matches!(reply, Value::Nil),
+            Grant::Int(n) => matches!(reply, Value::Int(i) if *i == n),
+        }
+    }
+}
+
+/// One command or script invocation, the same for every node of a round.
+pub(crate) struct Request {
+    cmd: Cmd,
+    script: Option<&'static Lua>,
+    grant: Grant,
+}
+
+impl Request {
+    /// A plain command; `grant` says which replies grant.
+    pub(crate) fn command(cmd: Cmd, grant: Grant) -> Self {
+        Request {
+            cmd,
+            script: None,
+            grant,
+        }
+    }
+
+    /// `script` with `keys` and `args`; `grant` says which replies grant.
+    pub(crate) fn script(
+        script: &'static Lua,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        Request {
+            cmd,
+            script: Some(script),
+            grant,
+        }
+    }
+
+    /// The keys of a script invocation (after `EVALSHA sha numkeys`).
+    fn keys(&self) -> Vec<String> {
+        let mut args = self.cmd.args_iter().skip(2).filter_map(|arg| match arg {
+            redis::Arg::Simple(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+            _ => None,
+        });
+        let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        args.take(count).collect()
+    }
+}
+
+impl Node {
+    /// Sends `request`, true when the reply grants it. Not bounded by a
+    /// timeout: the round's deadline bounds it.
+    pub(crate) async fn vote(&self, request: &Request) -> NodeResult<bool> {
+        let reply: Value = self.send(request).await?;
+        Ok(request.grant.granted(&reply))
+    }
+
+    /// Sends `request` and reads its reply as a `T`. Not bounded by a
+    /// timeout: the round's deadline bounds it
+    /// ([`send_bounded`](Self::send_bounded) outside a round).
+    pub(crate) async fn send<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
+        let mut conn = self.connection()?;
+        match request.cmd.query_async(&mut conn).await {
+            Ok(reply) => Ok(reply),
+            // Rare: boxed, so that the common call stays a small future.
+            Err(e) => Box::pin(self.recover(request, conn, e)).await,
+        }
+    }
+
+    /// [`send`](Self::send) bounded by the node timeout.
+    pub(crate) async fn send_bounded<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
+        match tokio::time::timeout(self.timeout(), self.send(request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(NodeError::TimedOut),
+        }
+    }
+
+    /// After `error`: loads a script the node does not know and asks again;
+    /// names the command of a script the ACL refuses.
+    async fn recover<T: FromRedisValue>(
+        &self,
+        request: &Request,
+        mut conn: redis::aio::ConnectionManager,
+        error: RedisError,
+    ) -> NodeResult<T> {
+        let Some(script) = request.script else {
+            return Err(NodeError::redis(&error));
+        };
+        let error = if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) {
+            let again = async {
+                script.load_async(&mut conn).await?;
+                request.cmd.query_async(&mut conn).await
+            };
+            match again.await {
+                Ok(reply) => return Ok(reply),
+                Err(e) => e,
+            }
+        } else {
+            error
+        };
+        let failure = NodeFailure::from_redis(&error);
+        if is_script_denied(failure.message()) {
+            let keys = request.keys();
+            return Err(NodeError::Failed(
+                self.diagnose(script, &keys, failure).await,
+            ));
+        }
+        Err(NodeError::Failed(failure))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::scripts::RELEASE;
+
+    #[test]
+    fn a_script_request_knows_its_keys() {
+        let keys = ["a".to_owned(), "b".to_owned()];
+        let request = Request::script(&RELEASE, &keys, &["v", "c"], Grant::Int(2));
+        assert_eq!(request.keys(), keys);
+    }
+
+    #[test]
+    fn grants_read_the_reply_they_were_built_for() {
+        assert!(Grant::NotNil.granted(&Value::Okay));
+        assert!(!Grant::NotNil.granted(&Value::Nil));
+        assert!(Grant::Int(2).granted(&Value::Int(2)));
+        assert!(!Grant::Int(2).granted(&Value::Int(1)));
+        assert!(!Grant::Int(1).granted(&Value::Nil));
+    }
+}

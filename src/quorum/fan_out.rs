@@ -1,0 +1,250 @@
+//! The concurrent fan-out of one round with an early decision: every
+//! node's call is polled from one future (no task per call), under one
+//! deadline for the whole round (no timer per call).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+use tracing::Instrument;
+
+use super::gates::Gates;
+use super::{Chain, Decision, Leftover, Round, Tally};
+use crate::error::NodeOutcome;
+use crate::node::{Node, NodeError, NodeResult, observe};
+
+/// One node's call: its answer and how long it took once sent.
+type Answer<T> = (NodeResult<T>, Duration);
+
+/// The calls of a round still in flight, in node order (`None`: over).
+struct Calls<C> {
+    calls: Vec<Option<Pin<Box<C>>>>,
+    left: usize,
+    /// When the round started.
+    started: Instant,
+}
+
+impl<T, C: Future<Output = Answer<T>>> Calls<C> {
+    /// Polls every call in flight once; `answered(index, answer)` is told
+    /// of each that is over, and stops the pass by returning true.
+    fn poll_answers(
+        &mut self,
+        cx: &mut Context<'_>,
+        answered: &mut impl FnMut(usize, Answer<T>) -> bool,
+    ) -> Poll<()> {
+        for (index, slot) in self.calls.iter_mut().enumerate() {
+            let Some(call) = slot else { continue };
+            if let Poll::Ready(answer) = call.as_mut().poll(cx) {
+                *slot = None;
+                self.left -= 1;
+                if answered(index, answer) {
+                    return Poll::Ready(());
+                }
+            }
+        }
+        if self.left == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// Runs the calls until `answered` says stop, every call is over, or
+    /// `deadline` passes. True when the deadline passed first.
+    async fn drive(
+        &mut self,
+        mut deadline: Pin<&mut Sleep>,
+        mut answered: impl FnMut(usize, Answer<T>) -> bool,
+    ) -> bool {
+        std::future::poll_fn(|cx| {
+            if self.poll_answers(cx, &mut answered).is_ready() {
+                return Poll::Ready(false);
+            }
+            deadline.as_mut().poll(cx).map(|()| true)
+        })
+        .await
+    }
+
+    /// When `timed_out`: drops every call still in flight (which opens
+    /// its gate), telling `answered` of each as timed out after `waited`.
+    fn time_out(&mut self, timed_out: bool, mut answered: impl FnMut(usize, Answer<T>) -> bool) {
+        if !timed_out {
+            return;
+        }
+        let waited = self.started.elapsed();
+        for (index, slot) in self.calls.iter_mut().enumerate() {
+            if slot.take().is_some() {
+                answered(index, (Err(NodeError::TimedOut), waited));
+            }
+        }
+        self.left = 0;
+    }
+}
+
+/// Sends `call` to every node at once and returns as soon as the outcome is
+/// certain (a quorum granted, or a quorum became impossible).
+///
+/// # Cancel safety
+///
+/// Dropping the returned future drops the calls in flight: a command
+/// already written still runs on its node (and before any later command on
+/// the same connection), one not yet written never will.
+pub(crate) async fn fan_out<F, Fut>(
+    op: &'static str,
+    nodes: &Arc<[Arc<Node>]>,
+    quorum: usize,
+    leftover: Leftover,
+    chain: Chain<'_>,
+    call: F,
+) -> Round
+where
+    F: FnMut(&Arc<Node>) -> Fut,
+    Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+{
+    fan_out_values(op, nodes, quorum, (leftover, chain), call, |granted| {
+        *granted
+    })
+    .await
+    .0
+}
+
+/// [`fan_out`] for calls that answer with a value: `granted` says which
+/// values count as a grant. Returns the round and, per node, the value it
+/// answered before the decision (`None` for no answer, a timeout or an error).
+///
+/// Every call of the round, including the wait for the node's call of the
+/// round before ([`Chain::after`]), is bounded by one deadline: the node
+/// timeout from the start of the round. A node still busy with the
+/// previous call just counts as timed out.
+///
+/// # Cancel safety
+///
+/// As [`fan_out`].
+pub(crate) async fn fan_out_values<T, F, Fut>(
+    op: &'static str,
+    nodes: &Arc<[Arc<Node>]>,
+    quorum: usize,
+    (leftover, chain): (Leftover, Chain<'_>),
+    mut call: F,
+    granted: fn(&T) -> bool,
+) -> (Round, Vec<Option<T>>)
+where
+    T: Send + 'static,
+    F: FnMut(&Arc<Node>) -> Fut,
+    Fut: Future<Output = NodeResult<T>> + Send + 'static,
+{
+    let started = Instant::now();
+    let timeout = nodes.iter().map(|n| n.timeout()).max().unwrap_or_default();
+    let deadline = started + timeout;
+    let gates = Gates::closed(nodes.len());
+    let calls = nodes.iter().enumerate().map(|(index, node)| {
+        let answer = call(node);
+        let open = gates.opener(index);
+        let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
+        Some(Box::pin(async move {
+            // Dropped when this call is over, or dropped unsent.
+            let _open = open;
+            if let Some(before) = before {
+                before.opened(index).await;
+            }
+            let sent = Instant::now();
+            let answer = answer.await;
+            (answer, sent.elapsed())
+        }))
+    });
+    let mut calls = Calls {
+        calls: calls.collect(),
+        left: nodes.len(),
+        started,
+    };
+    let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
+    let mut values: Vec<Option<T>> = std::iter::repeat_with(|| None).take(nodes.len()).collect();
+    let mut tally = Tally::new(nodes.len(), quorum);
+    let mut decision = tally.decision();
+    let sleep = tokio::time::sleep_until(deadline);
+    tokio::pin!(sleep);
+    if decision.is_none() {
+        let timed_out = calls
+            .drive(sleep.as_mut(), |index, (answer, elapsed)| {
+                let outcome =
+                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, false));
+                if let Ok(value) = answer {
+                    values[index] = Some(value);
+                }
+                decision = tally.record(outcome.is_success());
+                outcomes[index] = outcome;
+                decision.is_some()
+            })
+            .await;
+        calls.time_out(timed_out, |index, (answer, waited)| {
+            let outcome = observe::answered((op, &nodes[index]), &answer, granted, (waited, false));
+            decision = tally.record(false);
+            outcomes[index] = outcome;
+            false
+        });
+    }
+    if calls.left > 0 {
+        finish(
+            op,
+            nodes,
+            calls,
+            (leftover, chain, deadline),
+            granted,
+            sleep,
+        )
+        .await;
+    }
+    let round = Round {
+        // Every node answered yet no decision: only possible with a quorum
+        // of zero nodes, which validation rules out. Losing is the safe reading.
+        decision: decision.unwrap_or(Decision::Lost),
+        outcomes,
+        gates,
+    };
+    (round, values)
+}
+
+/// Deals with the calls still in flight once a round is decided, as
+/// `leftover` says; each stays bounded by the round's `deadline`.
+async fn finish<T, C>(
+    op: &'static str,
+    nodes: &Arc<[Arc<Node>]>,
+    mut calls: Calls<C>,
+    (leftover, chain, deadline): (Leftover, Chain<'_>, Instant),
+    granted: fn(&T) -> bool,
+    sleep: Pin<&mut Sleep>,
+) where
+    T: Send + 'static,
+    C: Future<Output = Answer<T>> + Send + 'static,
+{
+    let late = move |nodes: &[Arc<Node>], index: usize, (answer, elapsed): Answer<T>| {
+        observe::answered((op, &*nodes[index]), &answer, granted, (elapsed, true));
+        false
+    };
+    match leftover {
+        Leftover::Drop => {}
+        Leftover::Wait => {
+            let timed_out = calls
+                .drive(sleep, |index, answer| late(nodes, index, answer))
+                .await;
+            calls.time_out(timed_out, |index, answer| late(nodes, index, answer));
+        }
+        Leftover::Finish => {
+            // fan_out runs inside a runtime (it awaits tokio timers), so
+            // this spawns; were it not to, the calls are dropped, which
+            // opens their gates.
+            let nodes = Arc::clone(nodes);
+            let task = async move {
+                let sleep = tokio::time::sleep_until(deadline);
+                tokio::pin!(sleep);
+                let timed_out = calls
+                    .drive(sleep, |index, answer| late(&nodes, index, answer))
+                    .await;
+                calls.time_out(timed_out, |index, answer| late(&nodes, index, answer));
+            };
+            chain.background.spawn(task.in_current_span());
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! [`Gates`]: when each node's call of one round is over, so that the next
+//! round of the same lock sends its call to that node only then.
+//!
+//! One shared record per round (a flag per node and one [`Notify`]), in
+//! place of a channel per node: a round of five nodes costs one allocation
+//! for its gates, and opening a gate is a store and a wake-up.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+
+#[derive(Debug)]
+struct State {
+    /// Per node, in node order: its call is over (answered, failed, timed
+    /// out, or dropped unsent).
+    over: Box<[AtomicBool]>,
+    opened: Notify,
+}
+
+/// Per node, when one round's call to it is over. Cheap to clone; the
+/// default waits for nothing (no earlier round).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Gates(Option<Arc<State>>);
+
+impl Gates {
+    /// The gates of a round of `nodes` calls, all closed.
+    pub(crate) fn closed(nodes: usize) -> Self {
+        let over = (0..nodes).map(|_| AtomicBool::new(false)).collect();
+        Gates(Some(Arc::new(State {
+            over,
+            opened: Notify::new(),
+        })))
+    }
+
+    /// Opens node `index`'s gate when dropped: move it into that node's
+    /// call, so that the gate opens however the call ends.
+    pub(crate) fn opener(&self, index: usize) -> Opener {
+        Opener {
+            state: self.0.clone(),
+            index,
+        }
+    }
+
+    /// True when node `index`'s call is over (or there was no such call).
+    pub(crate) fn is_open(&self, index: usize) -> bool {
+        self.0.as_ref().is_none_or(|state| {
+            state
+                .over
+                .get(index)
+                .is_none_or(|over| over.load(Ordering::Acquire))
+        })
+    }
+
+    /// Waits until node `index`'s call is over.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches.
+    pub(crate) async fn opened(&self, index: usize) {
+        let Some(state) = &self.0 else {
+            return;
+        };
+        loop {
+            let notified = state.opened.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_open(index) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Opens one node's gate when dropped ([`Gates::opener`]).
+#[derive(Debug)]
+pub(crate) struct Opener {
+    state: Option<Arc<State>>,
+    index: usize,
+}
+
+impl Drop for Opener {
+    fn drop(&mut self) {
+        if let Some(state) = &self.state
+            && let Some(over) = state.over.get(self.index)
+        {
+            over.store(true, Ordering::Release);
+            state.opened.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_gate_opens_when_its_opener_is_dropped_and_not_before() {
+        let gates = Gates::closed(3);
+        let (first, second) = (gates.opener(0), gates.opener(1));
+        assert!(!gates.is_open(0) && !gates.is_open(1));
+        let waiting = tokio::spawn({
+            let gates = gates.clone();
+            async move { gates.opened(1).await }
+        });
+        drop(first);
+        assert!(gates.is_open(0) && !gates.is_open(1));
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        drop(second);
+        assert!(waiting.await.is_ok());
+        assert!(gates.is_open(1) && !gates.is_open(2));
+    }
+
+    #[tokio::test]
+    async fn no_earlier_round_waits_for_nothing() {
+        let none = Gates::default();
+        assert!(none.is_open(4));
+        none.opened(4).await;
+        drop(none.opener(4));
+    }
+}
