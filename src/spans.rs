@@ -197,6 +197,9 @@ pub(crate) fn node_answer(
     error: Option<&str>,
     (elapsed, late): (Duration, bool),
 ) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
     let (address, port) = host_port(server);
     tracing::debug!(
         "db.system.name" = DB_SYSTEM,

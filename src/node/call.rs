@@ -53,11 +53,15 @@ impl Request {
         args: &[&str],
         grant: Grant,
     ) -> Self {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash())
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
+        let strings = keys.iter().map(String::as_str).chain(args.iter().copied());
+        // EVALSHA, the hash and the key count (at most 20 digits) first.
+        let (count, size) = sized(strings.clone());
+        let hash = script.get_hash();
+        let mut cmd = Cmd::with_capacity(count + 3, size + "EVALSHA".len() + hash.len() + 20);
+        cmd.arg("EVALSHA").arg(hash).arg(keys.len());
+        for string in strings {
+            cmd.arg(string);
+        }
         Request {
             cmd,
             script: Some(script),
@@ -74,6 +78,22 @@ impl Request {
         let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
         args.take(count).collect()
     }
+}
+
+/// `name` and `args`, in a command that allocates its buffers once.
+pub(crate) fn command<'a>(name: &str, args: impl Iterator<Item = &'a str> + Clone) -> Cmd {
+    let (count, size) = sized(args.clone());
+    let mut cmd = Cmd::with_capacity(count + 1, size + name.len());
+    cmd.arg(name);
+    for arg in args {
+        cmd.arg(arg);
+    }
+    cmd
+}
+
+/// How many strings and how many bytes in all.
+fn sized<'a>(strings: impl Iterator<Item = &'a str>) -> (usize, usize) {
+    strings.fold((0, 0), |(count, size), s| (count + 1, size + s.len()))
 }
 
 impl Node {

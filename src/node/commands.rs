@@ -4,7 +4,7 @@
 //! [`scripts`](super::scripts)); the [`Grant`] it carries says which reply
 //! is a vote for it.
 
-use super::call::{Grant, Request};
+use super::call::{Grant, Request, command};
 use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE, RELEASE,
     RESEED, extend_script, release_script,
@@ -38,9 +38,8 @@ impl Request {
     /// several. Granted when the lock is now ours on the node.
     pub(crate) fn acquire(keys: &[String], value: &str, ttl_ms: &str) -> Self {
         if let [key] = keys {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms);
-            Request::command(cmd, Grant::NotNil)
+            let args = [key.as_str(), value, "NX", "PX", ttl_ms];
+            Request::command(command("SET", args.into_iter()), Grant::NotNil)
         } else {
             Request::script(&ACQUIRE_ALL, keys, &[value, ttl_ms], Grant::Int(1))
         }

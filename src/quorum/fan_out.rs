@@ -18,33 +18,64 @@ use crate::node::{Node, NodeError, NodeResult, observe};
 /// One node's call: its answer and how long it took once sent.
 type Answer<T> = (NodeResult<T>, Duration);
 
-/// The calls of a round still in flight, in node order (`None`: over).
+/// The calls of a round still in flight, in node order (`None`: over), in
+/// one pinned allocation.
 struct Calls<C> {
-    calls: Vec<Option<Pin<Box<C>>>>,
+    calls: Pin<Box<[Option<C>]>>,
     left: usize,
     /// When the round started.
     started: Instant,
 }
 
 impl<T, C: Future<Output = Answer<T>>> Calls<C> {
+    /// Node `index`'s call, if still in flight.
+    fn call(&mut self, index: usize) -> Option<Pin<&mut C>> {
+        // SAFETY: the calls never move out of their pinned slice: each is
+        // polled in place and dropped in place (`end`), so pinning each
+        // element is structural.
+        unsafe {
+            let calls = self.calls.as_mut().get_unchecked_mut();
+            calls
+                .get_mut(index)?
+                .as_mut()
+                .map(|call| Pin::new_unchecked(call))
+        }
+    }
+
+    /// Ends node `index`'s call, dropping it in place.
+    fn end(&mut self, index: usize) -> bool {
+        // SAFETY: as in `call`; assigning drops the old call where it is.
+        let slot = unsafe { self.calls.as_mut().get_unchecked_mut().get_mut(index) };
+        match slot {
+            Some(slot @ Some(_)) => {
+                *slot = None;
+                self.left -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Polls every call in flight once; `answered(index, answer)` is told
-    /// of each that is over, and stops the pass by returning true.
+    /// of each that is over, and returns true to end the drive after this
+    /// pass. The pass goes on to the end: answers that came together are
+    /// all taken now, often leaving nothing in flight to finish later.
     fn poll_answers(
         &mut self,
         cx: &mut Context<'_>,
         answered: &mut impl FnMut(usize, Answer<T>) -> bool,
     ) -> Poll<()> {
-        for (index, slot) in self.calls.iter_mut().enumerate() {
-            let Some(call) = slot else { continue };
-            if let Poll::Ready(answer) = call.as_mut().poll(cx) {
-                *slot = None;
-                self.left -= 1;
-                if answered(index, answer) {
-                    return Poll::Ready(());
-                }
+        let mut done = false;
+        for index in 0..self.calls.len() {
+            let Some(call) = self.call(index) else {
+                continue;
+            };
+            if let Poll::Ready(answer) = call.poll(cx) {
+                self.end(index);
+                done |= answered(index, answer);
             }
         }
-        if self.left == 0 {
+        if done || self.left == 0 {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -74,12 +105,11 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
             return;
         }
         let waited = self.started.elapsed();
-        for (index, slot) in self.calls.iter_mut().enumerate() {
-            if slot.take().is_some() {
+        for index in 0..self.calls.len() {
+            if self.end(index) {
                 answered(index, (Err(NodeError::TimedOut), waited));
             }
         }
-        self.left = 0;
     }
 }
 
@@ -143,7 +173,7 @@ where
         let answer = call(node);
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
-        Some(Box::pin(async move {
+        Some(async move {
             // Dropped when this call is over, or dropped unsent.
             let _open = open;
             if let Some(before) = before {
@@ -152,10 +182,10 @@ where
             let sent = Instant::now();
             let answer = answer.await;
             (answer, sent.elapsed())
-        }))
+        })
     });
     let mut calls = Calls {
-        calls: calls.collect(),
+        calls: Box::into_pin(calls.collect()),
         left: nodes.len(),
         started,
     };
@@ -168,6 +198,11 @@ where
     if decision.is_none() {
         let timed_out = calls
             .drive(sleep.as_mut(), |index, (answer, elapsed)| {
+                if decision.is_some() {
+                    // Decided earlier in this pass: a late answer, no vote.
+                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
+                    return true;
+                }
                 let outcome =
                     observe::answered((op, &nodes[index]), &answer, granted, (elapsed, false));
                 if let Ok(value) = answer {
