@@ -327,3 +327,55 @@ fn a_redlock_outliving_its_first_runtime_still_hears_releases_on_the_next_one() 
          the waiter sleeps its {delay:?} retry delay"
     );
 }
+
+/// `PUBLISH` calls the node at `url` has run, its scripts' included.
+fn publishes(url: &str) -> u64 {
+    let cmd = redis::cmd("INFO").arg("commandstats").clone();
+    let info: String = match query(url, &cmd) {
+        Ok(info) => info,
+        Err(e) => panic!("INFO commandstats on {url}: {e}"),
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_publishes_only_when_someone_waits() {
+    let nodes = nodes();
+    let urls = nodes.urls();
+    let redlock = redlock(&urls, slow_retries(Duration::from_secs(2)));
+    warm_up(&redlock).await;
+    let before: Vec<u64> = urls.iter().map(|u| publishes(u)).collect();
+    for _ in 0..20 {
+        let guard = hold(&redlock, &unique("quiet")).await;
+        guard.release().await.expect("release");
+    }
+    let quiet: Vec<u64> = urls.iter().map(|u| publishes(u)).collect();
+    assert_eq!(quiet, before, "releases with nobody waiting published");
+    // The control: with a waiter, the release is announced on the nodes.
+    let resource = unique("awaited");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    guard.release().await.expect("release");
+    let (result, _) = waiter.await.expect("waiter task");
+    assert!(result.is_ok(), "waiter: {:?}", result.err());
+    let announced = urls
+        .iter()
+        .zip(&quiet)
+        .filter(|(u, q)| publishes(u) > **q)
+        .count();
+    assert!(
+        announced >= 3,
+        "only {announced} nodes announced the release"
+    );
+}
