@@ -15,9 +15,11 @@ pub(crate) const LOCK: &str = "lock:";
 pub(crate) const FENCE: &str = "fence:";
 /// The kind of a release-notification channel.
 pub(crate) const RELEASED: &str = "released:";
+/// The kind of the marker that says someone waits for a lock's release.
+pub(crate) const WAITING: &str = "waiting:";
 
 /// Every kind; none ends another.
-pub(crate) const KINDS: [&str; 3] = [LOCK, FENCE, RELEASED];
+pub(crate) const KINDS: [&str; 4] = [LOCK, FENCE, RELEASED, WAITING];
 
 /// The key of `resource`'s lock.
 pub(crate) fn lock_key(prefix: &str, resource: &str) -> String {
@@ -40,6 +42,20 @@ pub(crate) fn channel_of_key(prefix: &str, key: &str) -> String {
     key.strip_prefix(prefix)
         .and_then(|rest| rest.strip_prefix(LOCK))
         .map_or_else(String::new, |resource| channel(prefix, resource))
+}
+
+/// The key that marks, while it lives, that someone waits for `resource`:
+/// a release announces itself only then.
+pub(crate) fn waiter_key(prefix: &str, resource: &str) -> String {
+    format!("{prefix}{WAITING}{resource}")
+}
+
+/// The waiter marker of the lock key `{prefix}lock:{resource}`; empty for a
+/// key of another shape.
+pub(crate) fn waiter_key_of_key(prefix: &str, key: &str) -> String {
+    key.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix(LOCK))
+        .map_or_else(String::new, |resource| waiter_key(prefix, resource))
 }
 
 /// `resources` without repeats, in the order of their first appearance.
@@ -74,7 +90,7 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
         Some(kind) => Err(Error::Config(format!(
             "key prefix {prefix:?} contains {kind:?}, so its keys could equal keys of another \
              prefix (a lock key equal to a fencing counter, say); use a prefix without \
-             \"lock:\", \"fence:\" or \"released:\", e.g. \"myapp:\""
+             \"lock:\", \"fence:\", \"released:\" or \"waiting:\", e.g. \"myapp:\""
         ))),
         None => Ok(()),
     }
@@ -89,6 +105,8 @@ mod tests {
     fn channel_names_follow_the_prefix_and_resource() {
         assert_eq!(channel("rq:", "jobs"), "rq:released:jobs");
         assert_eq!(channel_of_key("rq:", "rq:lock:jobs"), "rq:released:jobs");
+        assert_eq!(waiter_key_of_key("rq:", "rq:lock:jobs"), "rq:waiting:jobs");
+        assert_eq!(waiter_key_of_key("rq:", "other:lock:jobs"), "");
         assert_eq!(
             channel_of_key("rq:", "rq:lock:a:lock:b"),
             "rq:released:a:lock:b"

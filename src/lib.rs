@@ -96,11 +96,13 @@
 //!
 //! [`Redlock::lock`] retries after the retry delay, but wakes at once when
 //! the holder releases ([`Config::with_release_notifications`], on by
-//! default). Every release that deletes a key publishes on the resource's
-//! channel, `{prefix}released:{resource}`, on each node; a `lock()` that
-//! finds the lock held subscribes to it over one pub/sub connection per
-//! node, opened on the first wait and shared by all waiters of the
-//! `Redlock`. One waiter is woken per release (in arrival order), once a
+//! default). A `lock()` that finds the lock held subscribes to the
+//! resource's channel, `{prefix}released:{resource}`, over one pub/sub
+//! connection per node, opened on the first wait and shared by all waiters
+//! of the `Redlock`, and marks on each node that it waits
+//! (`{prefix}waiting:{resource}`, a key with a TTL of a few retry delays).
+//! A release that deletes a key publishes on the channel only while the
+//! marker exists: releases nobody waits for cost no `PUBLISH`. One waiter is woken per release (in arrival order), once a
 //! quorum of nodes has announced it; the others keep their place for later
 //! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or

@@ -1,10 +1,13 @@
 //! Release notifications: a contended `lock()` wakes up as soon as the lock
 //! is released instead of sleeping out its retry delay.
 //!
-//! Every release that deletes a key publishes the released value on the
-//! resource's channel, `{prefix}released:{resource}`, on each node (the
-//! RELEASE script does it; `PUBLISH` with no subscriber costs next to
-//! nothing). A [`Redlock`](crate::Redlock) keeps one pub/sub connection per
+//! A release that deletes a key publishes the released value on the
+//! resource's channel, `{prefix}released:{resource}`, on each node where
+//! someone marked that it waits (`{prefix}waiting:{resource}`, set by
+//! `lock()` before it waits, with a TTL of a few retry delays): the RELEASE
+//! script checks the marker, so a release nobody waits for costs no
+//! `PUBLISH` (which scripts propagate, and which cost a quarter of a
+//! release's server work). A [`Redlock`](crate::Redlock) keeps one pub/sub connection per
 //! node, opened on the first wait, shared by all its waiters and driven by
 //! one background task per node. Waiters register an [`Interest`] in their
 //! resources: the channels with at least one waiter are the wanted set.

@@ -50,6 +50,7 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
+    let mut marked = Marked::default();
     if config.strict_checks() {
         super::require_checks(shared).await?;
     }
@@ -113,13 +114,60 @@ pub(crate) async fn acquire(
             interest = Some(shared.handoff.interest(channels));
         }
         let woken = match &interest {
-            Some(interest) => interest.wait_until(wake_at).await,
+            Some(interest) => {
+                marked.mark(shared, &resources, plan);
+                interest.wait_until(wake_at).await
+            }
             None => {
                 tokio::time::sleep_until(wake_at).await;
                 false
             }
         };
         pause_ends = woken.then_some(wake_at);
+    }
+}
+
+/// When this waiter last marked on the nodes that it waits.
+#[derive(Default)]
+struct Marked(Option<Instant>);
+
+impl Marked {
+    /// Marks on every node that someone waits for `resources`, unless done
+    /// recently: a release announces itself only while a marker lives. The
+    /// marker lives for two pauses and two node timeouts, at least a
+    /// second, and is set again once half of that has passed. Best effort,
+    /// in the background (each call bounded by the node timeout), so that
+    /// a slow node never delays the wait.
+    fn mark(&mut self, shared: &Arc<Shared>, resources: &[String], plan: &Plan) {
+        let pause = plan.retry_delay.saturating_add(plan.retry_jitter);
+        let lives = pause
+            .saturating_add(shared.config.node_timeout())
+            .saturating_mul(2)
+            .max(Duration::from_secs(1));
+        if self.0.is_some_and(|at| at.elapsed() < lives / 2) {
+            return;
+        }
+        self.0 = Some(Instant::now());
+        let millis = lives.as_millis().to_string();
+        let prefix = shared.config.key_prefix();
+        let requests: Vec<Request> = resources
+            .iter()
+            .map(|r| Request::mark_waiting(&keys::waiter_key(prefix, r), &millis))
+            .collect();
+        let nodes = Arc::clone(&shared.nodes);
+        let task = async move {
+            let calls = nodes.iter().flat_map(|node| {
+                requests
+                    .iter()
+                    .map(move |request| node.send_bounded::<redis::Value>(request))
+            });
+            for answer in futures_util::future::join_all(calls).await {
+                if let Err(e) = answer {
+                    tracing::debug!(outcome = %e.outcome(), "could not mark a waiter on a node");
+                }
+            }
+        };
+        shared.background.spawn(task.in_current_span());
     }
 }
 

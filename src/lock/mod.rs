@@ -74,15 +74,15 @@ impl Shared {
         (leftover, after): (Leftover, &Gates),
         notify: bool,
     ) -> Round {
-        let channels: Vec<String> = if notify && self.config.release_notifications() {
+        let (mut channels, mut markers) = (Vec::new(), Vec::new());
+        if notify && self.config.release_notifications() {
             let prefix = self.config.key_prefix();
-            keys.iter()
-                .map(|key| crate::keys::channel_of_key(prefix, key))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let request = Arc::new(Request::release(keys, value, &channels));
+            for key in keys.iter() {
+                channels.push(crate::keys::channel_of_key(prefix, key));
+                markers.push(crate::keys::waiter_key_of_key(prefix, key));
+            }
+        }
+        let request = Arc::new(Request::release(keys, value, (&channels, &markers)));
         self.fan_out("release", leftover, after, |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { node.vote(&request).await }

@@ -45,19 +45,34 @@ impl Request {
         }
     }
 
-    /// Compare-and-delete, publishing `value` on `channels[i]` (when given)
-    /// once `keys[i]` is deleted. Granted when every key held our value and
-    /// is gone (for a reentrant hold id: held the hold, which is gone; holds
-    /// publish nothing).
-    pub(crate) fn release(keys: &[String], value: &str, channels: &[String]) -> Self {
+    /// Compare-and-delete, publishing `value` on `channels[i]` once
+    /// `keys[i]` is deleted if someone waits (`markers[i]` exists); no
+    /// channels, no markers: announce nothing. Granted when every key held
+    /// our value and is gone (for a reentrant hold id: held the hold, which
+    /// is gone; holds announce nothing).
+    pub(crate) fn release(
+        keys: &[String],
+        value: &str,
+        (channels, markers): (&[String], &[String]),
+    ) -> Self {
         let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
         if is_hold_id(value) {
             return Request::script(release_script(value), keys, &[value], all);
         }
-        let mut args = Vec::with_capacity(1 + channels.len());
+        let mut args = Vec::with_capacity(1 + 2 * channels.len());
         args.push(value);
-        args.extend(channels.iter().map(String::as_str));
+        for (channel, marker) in channels.iter().zip(markers) {
+            args.push(channel);
+            args.push(marker);
+        }
         Request::script(&RELEASE, keys, &args, all)
+    }
+
+    /// `SET marker 1 PX ttl`: someone waits for the lock `marker` belongs
+    /// to, so its releases are announced while the marker lives.
+    pub(crate) fn mark_waiting(marker: &str, ttl_ms: &str) -> Self {
+        let args = [marker, "1", "PX", ttl_ms];
+        Request::command(command("SET", args.into_iter()), Grant::NotNil)
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got

@@ -29,27 +29,32 @@ return 1
 ")
 });
 
-/// Compare-and-delete, announcing each release.
+/// Compare-and-delete, announcing each release to its waiters, if any.
 ///
-/// KEYS: the lock keys. ARGV[1]: our value; ARGV[1 + i] (optional): the
-/// channel on which to publish our value once KEYS[i] is deleted (absent or
-/// empty: publish nothing).
+/// KEYS: the lock keys. ARGV[1]: our value; then, for each KEYS[i] (all
+/// or none), ARGV[2i]: the channel on which to publish our value once
+/// KEYS[i] is deleted, and ARGV[2i + 1]: its waiter marker. It publishes
+/// only if the marker exists (someone waits; an empty channel: never), so
+/// a release nobody waits for costs no `PUBLISH`.
 /// Deletes each key that holds our value; returns how many it deleted.
-/// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still releases.
+/// The marker is not among KEYS, and `EXISTS` and `PUBLISH` run under
+/// `pcall`: a user whose ACL allows only the lock keys still releases (and
+/// announces nothing).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
     lua(r"
-local n = 0
+local deleted_keys = 0
 for i = 1, #KEYS do
   if redis.pcall('get', KEYS[i]) == ARGV[1] then
     local deleted = redis.call('del', KEYS[i])
-    n = n + deleted
-    local channel = ARGV[i + 1]
-    if deleted == 1 and channel and channel ~= '' then
+    deleted_keys = deleted_keys + deleted
+    local channel, marker = ARGV[2 * i], ARGV[2 * i + 1]
+    if deleted == 1 and channel and channel ~= '' and marker
+      and redis.pcall('exists', marker) == 1 then
       redis.pcall('publish', channel, ARGV[1])
     end
   end
 end
-return n
+return deleted_keys
 ")
 });
 
