@@ -15,9 +15,17 @@ pub(crate) const LOCK: &str = "lock:";
 pub(crate) const FENCE: &str = "fence:";
 /// The kind of a release-notification channel.
 pub(crate) const RELEASED: &str = "released:";
+/// The kind of the restart guard's record (one per node, resource `node`).
+pub(crate) const GUARD: &str = "restart-guard:";
 
 /// Every kind; none ends another.
-pub(crate) const KINDS: [&str; 3] = [LOCK, FENCE, RELEASED];
+pub(crate) const KINDS: [&str; 4] = [LOCK, FENCE, RELEASED, GUARD];
+
+/// The key of the restart guard's record on every node:
+/// `{prefix}restart-guard:node`, a hash without TTL.
+pub(crate) fn guard_key(prefix: &str) -> String {
+    format!("{prefix}{GUARD}node")
+}
 
 /// The key of `resource`'s lock.
 pub(crate) fn lock_key(prefix: &str, resource: &str) -> String {
@@ -74,7 +82,7 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
         Some(kind) => Err(Error::Config(format!(
             "key prefix {prefix:?} contains {kind:?}, so its keys could equal keys of another \
              prefix (a lock key equal to a fencing counter, say); use a prefix without \
-             \"lock:\", \"fence:\" or \"released:\", e.g. \"myapp:\""
+             \"lock:\", \"fence:\", \"released:\" or \"restart-guard:\", e.g. \"myapp:\""
         ))),
         None => Ok(()),
     }
