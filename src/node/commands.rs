@@ -3,11 +3,16 @@
 //! runs one command or script (see [`scripts`](super::scripts)) bounded by
 //! the node timeout, and reads its answer into a type.
 
+use super::guard::{
+    GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
+    GUARDED_REENTRANT_ACQUIRE,
+};
 use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE, RELEASE,
     RESEED, extend_script, release_script,
 };
-use super::{Node, NodeResult};
+use super::{Node, NodeError, NodeResult};
+use crate::failure::{FailureKind, NodeFailure};
 use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
@@ -23,14 +28,21 @@ pub(crate) enum Found {
 
 impl Node {
     /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
-    /// several. True when the lock is now ours on this node.
+    /// several; with the restart guard on, always the guarded script. True
+    /// when the lock is now ours on this node.
     pub(crate) async fn acquire(
         &self,
         keys: &[String],
         value: &str,
         ttl_ms: &str,
     ) -> NodeResult<bool> {
-        if let [key] = keys {
+        if let Some(guard) = &self.guard {
+            let args = [value, ttl_ms];
+            let set: i64 = self
+                .guarded(guard, &GUARDED_ACQUIRE_ALL, keys, &args)
+                .await?;
+            Ok(set == 1)
+        } else if let [key] = keys {
             let mut cmd = redis::cmd("SET");
             cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms);
             let reply: Option<String> = self.command(&cmd).await?;
@@ -113,20 +125,45 @@ impl Node {
         hold_id: &str,
         ttl_ms: &str,
     ) -> NodeResult<bool> {
-        let taken: i64 = self
-            .script(&REENTRANT_ACQUIRE, keys, &[owner, hold_id, ttl_ms])
-            .await?;
+        let args = [owner, hold_id, ttl_ms];
+        let taken: i64 = match &self.guard {
+            Some(guard) => {
+                self.guarded(guard, &GUARDED_REENTRANT_ACQUIRE, keys, &args)
+                    .await?
+            }
+            None => self.script(&REENTRANT_ACQUIRE, keys, &args).await?,
+        };
         Ok(taken == 1)
     }
 
     /// Fencing phase 1: `Some(counters)` when the keys are now ours.
+    ///
+    /// With the restart guard on, a node whose counters are not known
+    /// intact (it has restarted or lost data since they were last written
+    /// back) is no vote in the fenced read: its answer is an error (its
+    /// lock keys are set all the same, and get the write-back).
     pub(crate) async fn fenced_acquire(
         &self,
         keys: &[String],
         value: &str,
         ttl_ms: &str,
     ) -> NodeResult<Option<Vec<String>>> {
-        self.script(&FENCED_ACQUIRE, keys, &[value, ttl_ms]).await
+        let Some(guard) = &self.guard else {
+            return self.script(&FENCED_ACQUIRE, keys, &[value, ttl_ms]).await;
+        };
+        let counters: Option<Vec<String>> = self
+            .guarded(guard, &GUARDED_FENCED_ACQUIRE, keys, &[value, ttl_ms])
+            .await?;
+        if counters.iter().flatten().any(|c| c.starts_with('?')) {
+            return Err(NodeError::Failed(NodeFailure::new(
+                FailureKind::Other,
+                "fence counters not known intact: this node restarted or lost data since they \
+                 were last written back, so it is no vote in the fenced read (the write-back \
+                 of this or a later token makes them count again)"
+                    .to_owned(),
+            )));
+        }
+        Ok(counters)
     }
 
     /// Fencing phase 2: true when the counters were raised under our lock.
@@ -139,7 +176,14 @@ impl Node {
         let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
         args.push(value);
         args.extend(tokens.iter().map(String::as_str));
-        let written: i64 = self.script(&FENCE_WRITE_BACK, keys, &args).await?;
+        let written: i64 = match &self.guard {
+            Some(guard) => {
+                let mut keys = keys.to_vec();
+                keys.push(guard.key.clone());
+                self.script(&GUARDED_FENCE_WRITE_BACK, &keys, &args).await?
+            }
+            None => self.script(&FENCE_WRITE_BACK, keys, &args).await?,
+        };
         Ok(written == 1)
     }
 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod commands;
+pub(crate) mod guard;
 pub(crate) mod observe;
 pub(crate) mod scripts;
 mod tls;
@@ -26,6 +27,8 @@ pub(crate) enum NodeError {
     TimedOut,
     /// Connection or server error, sorted into a kind.
     Failed(NodeFailure),
+    /// The restart guard refused the vote for this long.
+    Quarantined(Duration),
 }
 
 impl NodeError {
@@ -34,6 +37,7 @@ impl NodeError {
         match self {
             NodeError::TimedOut => NodeOutcome::TimedOut,
             NodeError::Failed(failure) => NodeOutcome::Failed(failure.clone()),
+            NodeError::Quarantined(left) => NodeOutcome::Quarantined { left: *left },
         }
     }
 
@@ -83,6 +87,8 @@ pub(crate) struct Node {
     connect_timeout: Duration,
     /// The labels of this node's metrics.
     pub(crate) labels: crate::metrics::NodeLabels,
+    /// The restart guard, when it is on.
+    pub(crate) guard: Option<guard::Guard>,
 }
 
 impl Node {
@@ -109,7 +115,14 @@ impl Node {
             conn: Mutex::new(None),
             timeout,
             connect_timeout: connect.timeout(),
+            guard: None,
         })
+    }
+
+    /// This node with the restart guard on (`Some`) or off.
+    pub(crate) fn with_guard(mut self, guard: Option<guard::Guard>) -> Self {
+        self.guard = guard;
+        self
     }
 
     /// The node's address without credentials.
