@@ -240,3 +240,28 @@ async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_writt
     assert_eq!(third.fencing_token(), Some(3));
     third.release().await.expect("release");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_readable_since_starts_a_new_quarantine_that_ends() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(MAX_TTL);
+    drop(common::guarded(&cluster, config.clone()).await);
+    let hdel = redis::cmd("HDEL")
+        .arg("redquorum:restart-guard:node")
+        .arg("since")
+        .clone();
+    let removed: i64 = common::query(&cluster.direct_url(0), &hdel).expect("HDEL");
+    assert_eq!(removed, 1);
+    let redlock = fresh(&cluster, config);
+    let resource = common::unique("guard-since");
+    left_of(node_0(&redlock, &resource).await);
+    let mut voted = false;
+    for _ in 0..100 {
+        if node_0(&redlock, &resource).await.is_none() {
+            voted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(voted, "node 0 never voted again");
+}
