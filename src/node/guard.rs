@@ -14,7 +14,7 @@
 //!
 //! A vote script passes the guard only when the live `run_id` is the
 //! record's and `since + q` has passed (or `since` is 0). A missing record
-//! or another `run_id` (a restart under any persistence mode, a failover,
+//! (or one without a readable `since`) or another `run_id` (a restart under any persistence mode, a failover,
 //! `FLUSHALL`, a lost record) starts a new trust period and refuses. The
 //! refusal is the error `QUARANTINED <ms left> ...`, which the node layer
 //! turns into [`NodeError::Quarantined`].
@@ -74,14 +74,14 @@ local function refuse(left)
     'node restarted, lost its data or is new, and votes once every lock it may have ' ..
     'forgotten has expired')
 end
-if rec[1] ~= run then
+if rec[1] ~= run or not tonumber(rec[2]) then
   redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at),
     'q', string.format('%d', q))
   return refuse(q)
 end
 if kept < q then redis.call('hset', guard_key, 'q', string.format('%d', q)) end
-local guard_since = rec[2] or ''
-local since = tonumber(guard_since) or at
+local guard_since = rec[2]
+local since = tonumber(guard_since)
 if since ~= 0 and since + q > at then return refuse(since + q - at) end
 "
     )
@@ -160,8 +160,8 @@ pub(crate) static TRUST_STATUS: LazyLock<Lua> = LazyLock::new(|| {
         r"
 local guard_key, guard_q = KEYS[1], ARGV[1]
 {READ}
-if rec[1] ~= run then return {{'untrusted', q}} end
-local since = tonumber(rec[2]) or at
+if rec[1] ~= run or not tonumber(rec[2]) then return {{'untrusted', q}} end
+local since = tonumber(rec[2])
 if since ~= 0 and since + q > at then return {{'quarantined', since + q - at}} end
 return {{'trusted', 0}}
 "
