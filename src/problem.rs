@@ -111,8 +111,9 @@ pub enum NodeProblem {
     },
     /// A warning: a restart of this node forgets recent writes
     /// (`appendonly` is not `yes`, or `appendfsync` is not `always`). Safe
-    /// only if it is restarted after the longest TTL has passed; fence
-    /// counters, which never expire, are not saved by a delayed restart.
+    /// with the restart guard on, or if it is restarted only after the
+    /// longest TTL has passed; fence counters, which never expire, are not
+    /// saved by a delayed restart.
     /// Does not fail [`Redlock::check`](crate::Redlock::check).
     Persistence {
         /// Position in the node list.
