@@ -89,6 +89,8 @@ async fn init_nodes_lets_a_restarted_node_vote_without_waiting() {
     let cluster = common::cluster(3);
     // A quarantine far longer than the test: only init_nodes can end it.
     let config = all_of_three(Duration::from_secs(600));
+    drop(common::guarded(&cluster, config.clone()).await);
+    cluster.restart_empty(0).expect("restart");
     let redlock = fresh(&cluster, config.clone());
     let resource = common::unique("guard-init");
     assert!(matches!(
