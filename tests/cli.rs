@@ -1792,6 +1792,17 @@ fn init_wants_confirmation_then_lets_guarded_nodes_vote_at_once_and_exits_80_wit
     let (code, out, err) = guarded(&run);
     assert_eq!(code, Some(0), "{out}{err}");
 
+    // A restarted node shows its quarantine in status.
+    if let Err(e) = nodes.restart_empty(0) {
+        panic!("restart: {e}");
+    }
+    let (_, out, err) = guarded(&["status", "--resource", resource.as_str(), "--json"]);
+    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert!(json["nodes"][0]["quarantine_ms"].is_u64(), "{json}");
+    assert!(json["nodes"][1]["quarantine_ms"].is_null(), "{json}");
+    let (_, out, _) = guarded(&["status", "--resource", resource.as_str()]);
+    assert!(out.contains("no vote for"), "{out}");
+
     if let Err(e) = nodes.kill(2) {
         panic!("kill: {e}");
     }
