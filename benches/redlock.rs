@@ -25,6 +25,12 @@
 //!   pairs of both kinds alternate and both are timed, and
 //!   `metrics/paired` (printed) is the median of the per-sample ratios,
 //!   each measured in one time window. The recorder's upkeep is not timed.
+//! - `guard/acquire+release-off`, `guard/acquire+release-on`: the pair with
+//!   the restart guard off (plain `SET NX PX`) and on (the guarded script,
+//!   which calls `INFO server`), pairs of both kinds alternating and both
+//!   timed as in `metrics`; `guard/paired` (printed) is the median of the
+//!   per-sample ratios. The guarded nodes are marked trusted first
+//!   (`init_nodes`).
 //! - `throughput/64-tasks`: 64 tasks on distinct resources; time per pair.
 //! - `contended/16-tasks`: 16 tasks taking turns on one resource; time per
 //!   hand-off.
@@ -307,6 +313,7 @@ fn benches(c: &mut Criterion) {
 
     #[cfg(feature = "metrics")]
     metrics_cost(c, &direct);
+    guard_cost(c, &direct, &rt);
 
     {
         let mut group = c.benchmark_group("throughput");
@@ -543,6 +550,66 @@ fn metrics_cost(c: &mut Criterion, direct: &[String]) {
             .lines()
             .any(|l| l.starts_with("redquorum_lock_acquire_duration_count"));
         assert!(recorded, "the recorder saw no acquisition:\n{text}");
+    }
+}
+
+/// The cost of the restart guard: the same pair on a Redlock with the
+/// guard off and one with it on, alternating, both timed.
+fn guard_cost(c: &mut Criterion, direct: &[String], rt: &Runtime) {
+    let off = redlock(direct, Config::default());
+    let on = redlock(direct, Config::default().with_restart_guard(TTL));
+    let marked = rt.block_on(on.init_nodes());
+    assert!(
+        marked.iter().all(|r| r.outcome().is_success()),
+        "{marked:?}"
+    );
+    rt.block_on(pair(&off, "bench:connect-guard-off"));
+    rt.block_on(pair(&on, "bench:connect-guard-on"));
+    let resource = fresh_resource("guard");
+    let samples = std::cell::RefCell::new(Vec::new());
+    let alternating = |iters: u64, report_on: bool| {
+        rt.block_on(async {
+            let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
+            for i in 0..iters {
+                for guarded in [i % 2 == 0, i % 2 == 1] {
+                    let start = Instant::now();
+                    pair(if guarded { &on } else { &off }, &resource).await;
+                    *(if guarded { &mut with } else { &mut without }) += start.elapsed();
+                }
+            }
+            samples.borrow_mut().push((with, without, iters));
+            if report_on { with } else { without }
+        })
+    };
+    let mut group = c.benchmark_group("guard");
+    group.sample_size(30);
+    group.bench_function("acquire+release-off", |b| {
+        b.iter_custom(|iters| alternating(iters, false));
+    });
+    group.bench_function("acquire+release-on", |b| {
+        b.iter_custom(|iters| alternating(iters, true));
+    });
+    group.finish();
+    let samples = samples.into_inner();
+    let mut ratios: Vec<f64> = samples
+        .iter()
+        .filter(|(_, without, _)| !without.is_zero())
+        .map(|(with, without, _)| with.as_secs_f64() / without.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let (with, without, pairs) = samples.iter().fold((0.0, 0.0, 0), |(w, o, n), s| {
+        (w + s.0.as_secs_f64(), o + s.1.as_secs_f64(), n + s.2)
+    });
+    if let Some(median) = ratios.get(ratios.len() / 2) {
+        eprintln!(
+            "guard/paired: {} samples, {pairs} pairs of each kind; per pair {:.1} us with the \
+             restart guard, {:.1} us without; median of the per-sample ratios {median:.4}, \
+             ratio of the totals {:.4}",
+            ratios.len(),
+            with / pairs as f64 * 1e6,
+            without / pairs as f64 * 1e6,
+            with / without
+        );
     }
 }
 

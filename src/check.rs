@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::failure::FailureKind;
+use crate::node::guard::Trust;
 use crate::node::{Node, NodeError};
 use crate::node_check::NodeCheck;
 use crate::problem::NodeProblem;
@@ -100,6 +101,14 @@ fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProb
             };
         }
         NodeError::Failed(failure) => failure,
+        NodeError::Quarantined(left) => {
+            return NodeProblem::Quarantined {
+                index,
+                node,
+                left,
+                started: true,
+            };
+        }
     };
     let reason = failure.message().to_owned();
     match failure.kind() {
@@ -228,7 +237,33 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
         }
         check.persistence = Some((appendonly, appendfsync));
     }
+    read_trust(&mut check, &node).await;
     check
+}
+
+/// The restart guard's state on the node (when it is on), as a warning.
+async fn read_trust(check: &mut NodeCheck, node: &Node) {
+    let Some(guard) = &node.guard else { return };
+    let (left, started) = match node.trust_status(guard).await {
+        Ok(Trust::Trusted) => return,
+        Ok(Trust::Quarantined(left)) => (left, true),
+        Ok(Trust::Untrusted(left)) => (left, false),
+        Err(e) => {
+            let problem = classify(check.index, &check.node, "info", e);
+            if matches!(problem, NodeProblem::AclDenied { .. }) {
+                check.problems.push(problem);
+            } else {
+                tracing::debug!(node = %check.node, %problem, "restart guard not read");
+            }
+            return;
+        }
+    };
+    check.problems.push(NodeProblem::Quarantined {
+        index: check.index,
+        node: check.node.clone(),
+        left,
+        started,
+    });
 }
 
 /// Role, replicas, and the not-a-master problem.

@@ -10,6 +10,7 @@ use crate::error::NodeOutcome;
 use crate::node::Node;
 use crate::node::acl::{Lua, lua};
 use crate::node::call::{Grant, Request};
+use crate::node::guard::Trust;
 use crate::value;
 
 /// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
@@ -73,6 +74,7 @@ pub struct NodeView {
     node: String,
     hold: NodeHold,
     counter: Option<u64>,
+    quarantine: Option<Duration>,
 }
 
 impl NodeView {
@@ -89,6 +91,13 @@ impl NodeView {
     pub fn counter(&self) -> Option<u64> {
         self.counter
     }
+    /// With the restart guard on: how much longer the node refuses to vote
+    /// (it restarted or lost its data), or, when it has no record for its
+    /// process yet, the quarantine its next vote starts. `None`: it votes
+    /// (or the guard is off, or its state could not be read).
+    pub fn quarantine(&self) -> Option<Duration> {
+        self.quarantine
+    }
 }
 
 /// What every node holds for one resource, from
@@ -103,6 +112,9 @@ impl NodeView {
 /// }
 /// for view in seen.nodes() {
 ///     println!("{}: {:?} counter={:?}", view.node(), view.hold(), view.counter());
+///     if let Some(left) = view.quarantine() {
+///         println!("  no vote for {left:?} (restart guard)");
+///     }
 /// }
 /// # }
 /// ```
@@ -164,7 +176,14 @@ pub(crate) async fn inspect(
         let request = &request;
         async move {
             let read = node.send_bounded::<Reply>(request).await;
-            view(node.name(), read.map_err(|e| e.outcome()))
+            let mut view = view(node.name(), read.map_err(|e| e.outcome()));
+            if let Some(guard) = &node.guard {
+                view.quarantine = match node.trust_status(guard).await {
+                    Ok(Trust::Quarantined(left) | Trust::Untrusted(left)) => Some(left),
+                    _ => None,
+                };
+            }
+            view
         }
     }))
     .await;
@@ -183,6 +202,7 @@ fn view(node: &str, read: Result<Reply, NodeOutcome>) -> NodeView {
                 node: node.to_owned(),
                 hold: NodeHold::Unknown(outcome),
                 counter: None,
+                quarantine: None,
             };
         }
     };
@@ -205,6 +225,7 @@ fn view(node: &str, read: Result<Reply, NodeOutcome>) -> NodeView {
         node: node.to_owned(),
         hold,
         counter: counter.parse().ok(),
+        quarantine: None,
     }
 }
 

@@ -17,9 +17,17 @@ pub(crate) const FENCE: &str = "fence:";
 pub(crate) const RELEASED: &str = "released:";
 /// The kind of the marker that says someone waits for a lock's release.
 pub(crate) const WAITING: &str = "waiting:";
+/// The kind of the restart guard's record (one per node, resource `node`).
+pub(crate) const GUARD: &str = "restart-guard:";
 
 /// Every kind; none ends another.
-pub(crate) const KINDS: [&str; 4] = [LOCK, FENCE, RELEASED, WAITING];
+pub(crate) const KINDS: [&str; 5] = [LOCK, FENCE, RELEASED, WAITING, GUARD];
+
+/// The key of the restart guard's record on every node:
+/// `{prefix}restart-guard:node`, a hash without TTL.
+pub(crate) fn guard_key(prefix: &str) -> String {
+    format!("{prefix}{GUARD}node")
+}
 
 /// The key of `resource`'s lock.
 pub(crate) fn lock_key(prefix: &str, resource: &str) -> String {
@@ -90,7 +98,7 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
         Some(kind) => Err(Error::Config(format!(
             "key prefix {prefix:?} contains {kind:?}, so its keys could equal keys of another \
              prefix (a lock key equal to a fencing counter, say); use a prefix without \
-             \"lock:\", \"fence:\", \"released:\" or \"waiting:\", e.g. \"myapp:\""
+             \"lock:\", \"fence:\", \"released:\", \"waiting:\" or \"restart-guard:\", e.g. \"myapp:\""
         ))),
         None => Ok(()),
     }

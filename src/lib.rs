@@ -37,10 +37,13 @@
 //! ## Guarantees
 //!
 //! - Mutual exclusion until [`LockGuard::valid_until`], as long as the
-//!   nodes' clocks advance at a rate within the drift allowance, a node does
-//!   not forget keys before their TTL (restart it only after the longest
-//!   TTL has passed, or run it with `appendfsync always`; keep
-//!   `maxmemory-policy noeviction`), and the nodes are independent masters.
+//!   nodes' clocks advance at a rate within the drift allowance, a node that
+//!   forgets keys does not vote before they would have expired (turn on the
+//!   [restart guard](#restart-guard), recommended for any node without
+//!   `appendfsync always`; or run the nodes with `appendfsync always`; or
+//!   restart a node only after the longest TTL has passed; in all cases
+//!   keep `maxmemory-policy noeviction`), and the nodes are independent
+//!   masters.
 //! - No call ever deletes or extends a key that holds another owner's value.
 //! - Extending never re-creates a key that has gone (unless
 //!   `reseed_restarted_nodes` is on, and then only once a quorum still holds it).
@@ -82,6 +85,41 @@
 //! `appendonly yes` and `appendfsync always`, `FLUSHALL`, eviction under
 //! a `maxmemory-policy` other than `noeviction`) can let a token go
 //! backwards. Counters live at `{prefix}fence:{resource}` and never expire.
+//!
+//! ## Restart guard
+//!
+//! With [`Config::with_restart_guard`], a node that restarted (under any
+//! persistence mode), failed over, was flushed or is new refuses to vote,
+//! with [`NodeOutcome::Quarantined`], until every lock it may have
+//! forgotten has expired: each vote script first compares the node's live
+//! `run_id` (`INFO server`) with a record the node keeps without TTL,
+//! `{prefix}restart-guard:node`. No extra round trip, no write per
+//! acquisition. A TTL above `max_ttl` is then an [`Error::InvalidArgument`].
+//! [`Redlock::init_nodes`] lets a new cluster vote at once; it must never
+//! be inferred from finding no lock key. With fencing, a node counts in the
+//! fenced read only once its counters are known intact (written back in
+//! its current trust period, or marked by `init_nodes`).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use redquorum::{Config, NodeOutcome, Redlock};
+//!
+//! # async fn run() -> redquorum::Result<()> {
+//! let config = Config::default().with_restart_guard(Duration::from_secs(30));
+//! let redlock = Redlock::with_config(["redis://a/", "redis://b/", "redis://c/"], config)?;
+//! match redlock.try_lock("jobs", Duration::from_secs(30)).await {
+//!     Ok(guard) => guard.release().await?,
+//!     Err(redquorum::Error::NotAcquired(why)) => {
+//!         for report in why.nodes() {
+//!             if let NodeOutcome::Quarantined { left } = report.outcome() {
+//!                 eprintln!("{} votes again in {left:?}", report.node());
+//!             }
+//!         }
+//!     }
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok(()) }
+//! ```
 //!
 //! ## Long work
 //!
@@ -194,8 +232,9 @@
 //! `released`, `ok`, `problems`), `error.type` (the outcome, when it is a
 //! failure) and `redquorum.elapsed_ms`. Inside them, each node's answer is
 //! an event at DEBUG with `server.address`, `server.port`,
-//! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`, or
-//! the server's error code) and `redquorum.elapsed_ms`. Nothing routine is
+//! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`,
+//! `quarantined` (the restart guard refused the vote), or the server's
+//! error code) and `redquorum.elapsed_ms`. Nothing routine is
 //! logged at WARN: a lock at risk (an extension failed, validity left) or
 //! lost, and what needs a person (the start-up checks' findings, a guard
 //! with no runtime to release it). Lock values and credentials are never
@@ -210,7 +249,7 @@
 //! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
 //! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
 //! | 2, N nodes | `quorum`, `check`, `inspect`, `handoff`, `background` | fan-out and tally, start-up checks, inspection, release notifications, background tasks |
-//! | 1, one node | `node` (`commands`, `scripts`, `tls`, `observe`) | a connection with a timeout, every lock command and Lua script, per-node reporting |
+//! | 1, one node | `node` (`commands`, `scripts`, `guard`, `tls`, `observe`) | a connection with a timeout, every lock command and Lua script, the restart guard, per-node reporting |
 //! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value`, `spans`, `metrics` | settings, errors, TTL arithmetic, the key schema, lock values, span fields, metric names |
 //!
 //! ## Features

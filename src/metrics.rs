@@ -19,7 +19,7 @@
 //! | `redquorum.lock.extensions` | counter | {extension} | `outcome` | extension rounds, yours and the watchdog's: `ok` or `failed` |
 //! | `redquorum.lock.extension.margin` | histogram | s | | validity that was left when an extension landed: how close the lock came to lapsing |
 //! | `redquorum.lock.lost` | counter | {lock} | | locks lost while held: the watchdog gave up, or an extension found that a quorum no longer holds the lock |
-//! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer counted by a round: `granted`, `refused`, `timed_out`, `failed` |
+//! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer counted by a round: `granted`, `refused`, `timed_out`, `quarantined` (the restart guard refused the vote), `failed` |
 //! | `redquorum.node.call.duration` | histogram | s | `server.address`, `server.port`, `db.operation.name` | one call to one node, answered or timed out, late ones included |
 //! | `redquorum.node.misconfigured` | gauge | {problem} | `server.address`, `server.port` | problems the last start-up check found on the node, warnings left out (0 when none; an unreachable node is not counted) |
 //!
@@ -231,7 +231,7 @@ static OUTCOME_LABELS: [[::metrics::Label; 1]; OUTCOMES.len()] = {
 const OPS: [&str; 4] = ["acquire", "fence", "extend", "release"];
 /// The outcomes of a node vote.
 #[cfg(feature = "metrics")]
-const VOTES: [&str; 4] = ["granted", "refused", "timed_out", "failed"];
+const VOTES: [&str; 5] = ["granted", "refused", "timed_out", "quarantined", "failed"];
 
 /// The label sets of one node's metrics, made once per server address
 /// and kept for the life of the process (a few hundred bytes per distinct

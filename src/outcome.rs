@@ -31,6 +31,15 @@ pub enum NodeOutcome {
     Failed(crate::failure::NodeFailure),
     /// The attempt was decided before this node answered.
     Pending,
+    /// The restart guard refused the vote: the node restarted, lost its
+    /// data or is new, and may have forgotten locks it granted, so it votes
+    /// again only once they have all expired, after `left`. Counts as
+    /// [unavailability](NodeOutcome::is_unavailable): it passes by itself.
+    /// See [`Config::with_restart_guard`](crate::Config::with_restart_guard).
+    Quarantined {
+        /// How much longer the node refuses to vote.
+        left: std::time::Duration,
+    },
 }
 
 impl NodeOutcome {
@@ -44,7 +53,8 @@ impl NodeOutcome {
     }
 
     /// True when the node could not be used for a reason that may pass
-    /// (a timeout, a refused or broken connection, a server error), as
+    /// (a timeout, a refused or broken connection, a server error, a
+    /// [quarantine](NodeOutcome::Quarantined) after a restart), as
     /// opposed to answering that someone else holds the lock, or to a
     /// [misconfiguration](NodeOutcome::is_misconfigured).
     ///
@@ -53,7 +63,7 @@ impl NodeOutcome {
     /// ```
     pub fn is_unavailable(&self) -> bool {
         match self {
-            NodeOutcome::TimedOut => true,
+            NodeOutcome::TimedOut | NodeOutcome::Quarantined { .. } => true,
             NodeOutcome::Failed(failure) => !failure.is_misconfiguration(),
             _ => false,
         }
@@ -80,6 +90,11 @@ impl fmt::Display for NodeOutcome {
             NodeOutcome::TimedOut => f.write_str("timed out"),
             NodeOutcome::Failed(why) => write!(f, "error: {why}"),
             NodeOutcome::Pending => f.write_str("no answer yet"),
+            NodeOutcome::Quarantined { left } => write!(
+                f,
+                "quarantined for {left:?} (restarted or lost its data; votes once every lock \
+                 it may have granted has expired)"
+            ),
         }
     }
 }

@@ -111,8 +111,9 @@ pub enum NodeProblem {
     },
     /// A warning: a restart of this node forgets recent writes
     /// (`appendonly` is not `yes`, or `appendfsync` is not `always`). Safe
-    /// only if it is restarted after the longest TTL has passed; fence
-    /// counters, which never expire, are not saved by a delayed restart.
+    /// with the restart guard on, or if it is restarted only after the
+    /// longest TTL has passed; fence counters, which never expire, are not
+    /// saved by a delayed restart.
     /// Does not fail [`Redlock::check`](crate::Redlock::check).
     Persistence {
         /// Position in the node list.
@@ -125,6 +126,22 @@ pub enum NodeProblem {
         appendfsync: String,
         /// Whether fencing is on (the advice is then firmer).
         fencing: bool,
+    },
+    /// A warning: the restart guard keeps this node from voting for `left`
+    /// (it restarted, lost its data or is new), or, when `started` is
+    /// false, it has no record for its process yet and its next vote
+    /// starts a quarantine of `left`. The node counts as unavailable until
+    /// then; it passes by itself, so it does not fail
+    /// [`Redlock::check`](crate::Redlock::check).
+    Quarantined {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// How long it still refuses to vote (or will, from its next vote).
+        left: std::time::Duration,
+        /// Whether the quarantine is under way.
+        started: bool,
     },
 }
 
@@ -146,13 +163,15 @@ impl NodeProblem {
             | NodeProblem::AclDenied { index, .. }
             | NodeProblem::Tls { index, .. }
             | NodeProblem::Replicas { index, .. }
-            | NodeProblem::Persistence { index, .. } => *index,
+            | NodeProblem::Persistence { index, .. }
+            | NodeProblem::Quarantined { index, .. } => *index,
         }
     }
 
     /// True for the advice that does not fail
     /// [`Redlock::check`](crate::Redlock::check) (connected replicas,
-    /// persistence): logged with `tracing::warn!` and listed in
+    /// persistence, a restart guard's quarantine): logged with
+    /// `tracing::warn!` and listed in
     /// [`Redlock::check_report`](crate::Redlock::check_report).
     ///
     /// ```
@@ -162,7 +181,9 @@ impl NodeProblem {
     pub fn is_warning(&self) -> bool {
         matches!(
             self,
-            NodeProblem::Replicas { .. } | NodeProblem::Persistence { .. }
+            NodeProblem::Replicas { .. }
+                | NodeProblem::Persistence { .. }
+                | NodeProblem::Quarantined { .. }
         )
     }
 }
@@ -264,7 +285,8 @@ impl fmt::Display for NodeProblem {
                     write!(f, "node {index} ({node}) has appendonly {appendonly}")?;
                 }
                 f.write_str(
-                    ": a restart forgets recent locks; restart it only after the longest \
+                    ": a restart forgets recent locks; turn on the restart guard \
+                     (Config::with_restart_guard), or restart it only after the longest \
                      TTL, or set appendonly yes and appendfsync always",
                 )?;
                 if *fencing {
@@ -275,6 +297,25 @@ impl fmt::Display for NodeProblem {
                 }
                 Ok(())
             }
+            NodeProblem::Quarantined {
+                index,
+                node,
+                left,
+                started: true,
+            } => write!(
+                f,
+                "node {index} ({node}) is quarantined by the restart guard for {left:?} more: \
+                 it restarted or lost its data and votes once every lock it may have granted \
+                 has expired (redquorum init skips the wait only when no lock can be live)"
+            ),
+            NodeProblem::Quarantined {
+                index, node, left, ..
+            } => write!(
+                f,
+                "node {index} ({node}) has no restart-guard record for its process: its next \
+                 vote starts a quarantine of {left:?} (new node, restart or flush; \
+                 redquorum init skips the wait only when no lock can be live)"
+            ),
         }
     }
 }

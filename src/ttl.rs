@@ -27,6 +27,16 @@ impl Ttl {
                 MAX_TTL.as_secs() / 86_400
             )));
         }
+        if let Some(max_ttl) = config.restart_guard()
+            && ttl > max_ttl
+        {
+            return Err(Error::InvalidArgument(format!(
+                "TTL {ttl:?} is longer than the restart guard's max_ttl ({max_ttl:?}): a \
+                 restarted node waits only max_ttl (plus drift) before it votes again; use a \
+                 TTL up to max_ttl and extend for longer work, or raise max_ttl in \
+                 Config::with_restart_guard"
+            )));
+        }
         let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         if millis == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -111,6 +121,17 @@ mod tests {
         let config = Config::default().with_min_validity(100 * MS);
         assert!(Ttl::new(100 * MS, &config).is_err());
         assert!(Ttl::new(200 * MS, &config).is_ok());
+    }
+
+    #[test]
+    fn with_the_restart_guard_a_ttl_above_max_ttl_is_rejected_naming_max_ttl() {
+        let config = Config::default().with_restart_guard(300 * MS);
+        let err = Ttl::new(301 * MS, &config).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains("max_ttl")),
+            "{err}"
+        );
+        assert!(Ttl::new(300 * MS, &config).is_ok());
     }
 
     #[test]

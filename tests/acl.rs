@@ -210,6 +210,59 @@ async fn a_script_the_acl_refuses_is_reported_with_the_command_it_lacks() {
     assert!(err.to_string().contains("pexpire"), "{err}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_restart_guard_user_locks_with_the_guard_on() {
+    let cluster = common::cluster(3);
+    user(&cluster, &["core", "fencing", "reentrant", "restart-guard"]);
+    let config = common::fast_config().with_restart_guard(TTL);
+    let redlock = common::redlock(&locker_urls(&cluster), config);
+    let marked = redlock.init_nodes().await;
+    assert!(
+        marked.iter().all(|r| r.outcome().is_success()),
+        "{marked:?}"
+    );
+    let resource = common::unique("acl-guard");
+    let mut guard = redlock.lock(&resource, TTL).await.expect("guarded lock");
+    guard.extend(TTL).await.expect("extend");
+    guard.release().await.expect("release");
+    let fenced = LockOptions::new().fencing(true);
+    let guard = redlock
+        .lock_with(&resource, TTL, &fenced)
+        .await
+        .expect("guarded fenced lock");
+    assert!(guard.fencing_token().is_some());
+    guard.release().await.expect("fenced release");
+    let hold = redlock
+        .lock_reentrant(&resource, "job", TTL)
+        .await
+        .expect("guarded reentrant lock");
+    hold.release().await.expect("reentrant release");
+}
+
+#[tokio::test]
+async fn with_the_restart_guard_a_user_without_info_gets_no_vote_and_the_error_names_info() {
+    let cluster = common::cluster(3);
+    user(&cluster, &["core", "restart-guard"]);
+    setuser(
+        &cluster,
+        &[0, 1, 2],
+        &["locker".to_owned(), "-info".to_owned()],
+    );
+    let config = common::fast_config().with_restart_guard(TTL);
+    let redlock = common::redlock(&locker_urls(&cluster), config);
+    let err = redlock
+        .lock(&common::unique("acl-info"), TTL)
+        .await
+        .expect_err("INFO is refused");
+    let kinds = failures(&err);
+    assert!(kinds.len() >= 2, "{err}");
+    assert!(kinds.iter().all(|k| *k == denied("info")), "{err}");
+    let Error::NotAcquired(why) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(why.is_misconfigured(), "{why}");
+}
+
 #[tokio::test]
 async fn a_read_only_replica_is_a_misconfiguration_not_an_outage() {
     let cluster = common::cluster(3);

@@ -1759,3 +1759,54 @@ fn first_to_exit(children: &mut [Child], what: &str) -> (usize, ExitStatus) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[test]
+fn init_wants_confirmation_then_lets_guarded_nodes_vote_at_once_and_exits_80_with_a_node_down() {
+    let nodes = cluster(3);
+    let guarded = |args: &[&str]| {
+        let mut command = redquorum(&nodes.urls());
+        command.args(["--restart-guard", "600s"]).args(args);
+        output(command)
+    };
+    let (code, out, err) = guarded(&["init"]);
+    assert_eq!(code, Some(EX_USAGE), "{out}{err}");
+    assert!(err.contains("--no-lock-is-live"), "{err}");
+
+    // Never marked: every node quarantines itself at first contact.
+    let resource = unique("cli-init");
+    let run = [
+        "run",
+        "--resource",
+        resource.as_str(),
+        "--no-wait",
+        "--",
+        "true",
+    ];
+    let (code, out, err) = guarded(&run);
+    assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
+    assert!(err.contains("quarantined"), "{err}");
+
+    let (code, out, err) = guarded(&["init", "--no-lock-is-live"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out.matches("marked trusted").count(), 3, "{out}");
+    let (code, out, err) = guarded(&run);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    // A restarted node shows its quarantine in status.
+    if let Err(e) = nodes.restart_empty(0) {
+        panic!("restart: {e}");
+    }
+    let (_, out, err) = guarded(&["status", "--resource", resource.as_str(), "--json"]);
+    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert!(json["nodes"][0]["quarantine_ms"].is_u64(), "{json}");
+    assert!(json["nodes"][1]["quarantine_ms"].is_null(), "{json}");
+    let (_, out, _) = guarded(&["status", "--resource", resource.as_str()]);
+    assert!(out.contains("no vote for"), "{out}");
+
+    if let Err(e) = nodes.kill(2) {
+        panic!("kill: {e}");
+    }
+    let (code, out, err) = guarded(&["init", "--no-lock-is-live"]);
+    assert_eq!(code, Some(DEGRADED), "{out}{err}");
+    assert!(out.contains("not marked"), "{out}");
+}

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use redquorum::Redlock;
 use redquorum::testkit::{History, LocalCluster, ProxyMode};
+use redquorum::{Error, NodeOutcome, Redlock};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_millis(1500);
@@ -22,6 +22,11 @@ enum Break {
     RestartWithAof,
     /// Node 2 forgets the key early (clock jump).
     ExpireEarly,
+    /// An RDB snapshot of node 2 is taken before A locks; node 2 is then
+    /// killed (`SIGKILL`) and restarted from it.
+    RestartFromSnapshot,
+    /// `FLUSHALL` on node 2.
+    Flushall,
     /// Nothing breaks.
     Nothing,
 }
@@ -30,9 +35,24 @@ enum Break {
 /// node 2, the intersection with {2, 3, 4}, is then broken as told; client
 /// B tries {2, 3, 4}. Returns the history of both holds.
 async fn run(how: Break) -> History {
+    run_guarded(how, false).await.0
+}
+
+/// [`run`], with the restart guard on (max_ttl = TTL) when `guard`; also
+/// says whether B was refused with node 2 quarantined.
+async fn run_guarded(how: Break, guard: bool) -> (History, bool) {
     let cluster = common::cluster(5);
     let urls = cluster.urls();
     let config = common::fast_config().with_retry_count(0);
+    let config = if guard {
+        let config = config.with_restart_guard(TTL);
+        // Marks the nodes trusted through a Redlock of its own, so that B,
+        // as without the guard, first connects to node 2 after the break.
+        drop(common::guarded(&cluster, config.clone()).await);
+        config
+    } else {
+        config
+    };
     let (a, b): (Redlock, Redlock) = (
         common::redlock(&urls, config.clone()),
         common::redlock(&urls, config),
@@ -41,6 +61,9 @@ async fn run(how: Break) -> History {
     let history = History::default();
     if matches!(how, Break::RestartWithAof) {
         cluster.enable_aof(2).unwrap_or_else(|e| panic!("{e}"));
+    }
+    if matches!(how, Break::RestartFromSnapshot) {
+        cluster.save(2).unwrap_or_else(|e| panic!("{e}"));
     }
     cut(&cluster, ProxyMode::Blackhole);
     let first = a
@@ -61,23 +84,33 @@ async fn run(how: Break) -> History {
         }
         Break::RestartWithAof => c.restart_with_aof(2),
         Break::ExpireEarly => c.expire_now(2, &key).map(|_| ()),
+        Break::RestartFromSnapshot => c.restart_from_snapshot(2),
+        Break::Flushall => c.flushall(2),
         Break::Nothing => Ok(()),
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"))
     .unwrap_or_else(|e| panic!("{e}"));
-    if let Ok(second) = b.try_lock(&resource, TTL).await {
-        history.record(
-            1,
-            Instant::now(),
-            second.valid_until(),
-            Instant::now() + TTL,
-        );
-        drop(second);
+    let mut quarantined = false;
+    match b.try_lock(&resource, TTL).await {
+        Ok(second) => {
+            history.record(
+                1,
+                Instant::now(),
+                second.valid_until(),
+                Instant::now() + TTL,
+            );
+            drop(second);
+        }
+        Err(Error::NotAcquired(why)) => {
+            eprintln!("B: {why}");
+            quarantined = matches!(why.nodes()[2].outcome(), NodeOutcome::Quarantined { .. });
+        }
+        Err(e) => panic!("B: {e}"),
     }
     history.record(0, first_at, first.valid_until(), first.valid_until());
     drop(first);
-    history
+    (history, quarantined)
 }
 
 /// Prints the run's figures, one line per scenario.
@@ -141,5 +174,45 @@ async fn without_the_early_expiry_the_second_client_is_refused() {
     let history = run(Break::Nothing).await;
     report("control: no expiry", &history, "");
     assert_eq!(history.len(), 1);
+    assert!(history.overlaps().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_restart_guard_an_immediate_empty_restart_in_the_intersection_shows_no_overlap() {
+    let (history, quarantined) = run_guarded(Break::RestartEmpty, true).await;
+    assert!(quarantined, "B must be refused by node 2's quarantine");
+    report("guard: restart empty", &history, "");
+    assert_eq!(history.len(), 1, "the restarted node must refuse B's vote");
+    assert!(history.overlaps().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_restart_from_an_older_rdb_snapshot_in_the_intersection_is_detected() {
+    let history = run(Break::RestartFromSnapshot).await;
+    report("negative: rdb restart", &history, " (DETECTED expected)");
+    assert_eq!(
+        history.overlaps().len(),
+        1,
+        "the snapshot predates A's key: the checker must see the overlap"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_restart_guard_a_crash_restart_from_an_older_rdb_snapshot_shows_no_overlap() {
+    // The snapshot holds the guard's record (written by init_nodes before
+    // SAVE) but not A's key: the record's run_id is the old process's.
+    let (history, quarantined) = run_guarded(Break::RestartFromSnapshot, true).await;
+    assert!(quarantined, "B must be refused by node 2's quarantine");
+    report("guard: rdb restart", &history, "");
+    assert_eq!(history.len(), 1, "the restarted node must refuse B's vote");
+    assert!(history.overlaps().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_restart_guard_a_flushall_in_the_intersection_shows_no_overlap() {
+    let (history, quarantined) = run_guarded(Break::Flushall, true).await;
+    assert!(quarantined, "B must be refused by node 2's quarantine");
+    report("guard: flushall", &history, "");
+    assert_eq!(history.len(), 1, "the flushed node must refuse B's vote");
     assert!(history.overlaps().is_empty());
 }

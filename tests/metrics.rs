@@ -434,3 +434,29 @@ fn the_readme_and_the_module_docs_list_every_metric() {
         "README.md's metric table and the constants differ"
     );
 }
+
+#[tokio::test]
+async fn a_quarantined_vote_is_counted_as_quarantined_and_the_attempt_as_unavailable() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let cluster = cluster(3);
+    // Nodes never marked trusted: each starts its quarantine at first contact.
+    let config = fast_config()
+        .with_retry_count(0)
+        .with_quorum(3)
+        .with_restart_guard(Duration::from_secs(600));
+    let redlock = redlock(&cluster.urls(), config);
+    let refused = redlock.try_lock(&unique("metrics-guard"), TTL / 20).await;
+    assert!(refused.is_err());
+    let m = take(&snapshotter);
+    let quarantined = [("outcome", "quarantined")];
+    assert!(count(&m, NODE_VOTES, &quarantined) >= 1, "{m:#?}");
+    let unavailable = [("outcome", "unavailable")];
+    assert_eq!(
+        values(&m, ACQUIRE_DURATION, &unavailable).len(),
+        1,
+        "{m:#?}"
+    );
+    redlock.shutdown().await;
+}

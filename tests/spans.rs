@@ -371,3 +371,35 @@ async fn only_an_at_risk_and_a_lost_lock_warn() {
     assert!(!text.contains(value.as_str()), "lock value in the output");
     assert!(!text.contains(PASSWORD), "password in the output");
 }
+
+#[tokio::test]
+async fn a_quarantined_node_answer_has_error_type_quarantined_and_the_attempt_unavailable() {
+    let capture = Capture::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let cluster = cluster(3);
+    // Nodes never marked trusted: each starts its quarantine at first contact.
+    let config = fast_config()
+        .with_retry_count(0)
+        .with_restart_guard(Duration::from_secs(600));
+    let redlock = redlock(&cluster.urls(), config);
+    let refused = redlock
+        .try_lock(&unique("spans-guard"), Duration::from_secs(1))
+        .await;
+    assert!(refused.is_err());
+    let acquires = capture.spans("redquorum.acquire");
+    assert_eq!(acquires.len(), 1);
+    assert_eq!(acquires[0].field("error.type"), Some("unavailable"));
+    let answers: Vec<_> = capture
+        .all()
+        .into_iter()
+        .filter(|c| !c.span && c.name == "node answered")
+        .collect();
+    assert!(
+        answers
+            .iter()
+            .any(|a| a.field("error.type") == Some("quarantined")),
+        "{answers:?}"
+    );
+    redlock.shutdown().await;
+}

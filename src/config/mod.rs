@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 mod connect;
+mod guard;
 mod labels;
 mod operations;
 mod retry;
@@ -102,6 +103,7 @@ pub struct Config {
     holder_label: Option<String>,
     connect: Connect,
     metrics_resource_label: bool,
+    restart_guard: Option<Duration>,
 }
 
 impl Default for Config {
@@ -124,6 +126,7 @@ impl Default for Config {
             holder_label: None,
             connect: Connect::default(),
             metrics_resource_label: false,
+            restart_guard: None,
         }
     }
 }

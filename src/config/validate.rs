@@ -38,6 +38,7 @@ impl Config {
             ));
         }
         self.watchdog.validate()?;
+        self.validate_restart_guard()?;
         self.connect.validate()?;
         let bounded = [
             (

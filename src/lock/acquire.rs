@@ -186,8 +186,10 @@ async fn attempt(
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let request = Arc::new(match owner {
-        Some(owner) => Request::acquire_reentrant(keys, owner, &value, &ttl.millis),
-        None => Request::acquire(keys, &value, &ttl.millis),
+        Some(owner) => {
+            Request::acquire_reentrant(keys, (owner, &value), &ttl.millis, shared.guard())
+        }
+        None => Request::acquire(keys, &value, &ttl.millis, shared.guard()),
     });
     let mut round = shared
         .fan_out("acquire", Leftover::Finish, &Gates::default(), |node| {

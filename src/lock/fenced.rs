@@ -26,6 +26,7 @@ use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
 use crate::node::call::Request;
+use crate::node::commands::counters_known;
 use crate::quorum::{self, Decision, Gates, Leftover};
 use crate::ttl::{self, Ttl};
 use crate::value;
@@ -66,7 +67,12 @@ pub(crate) async fn attempt(
     let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
-    let request = Arc::new(Request::fenced_acquire(&all_keys, &value, &ttl.millis));
+    let request = Arc::new(Request::fenced_acquire(
+        &all_keys,
+        &value,
+        &ttl.millis,
+        shared.guard(),
+    ));
     let (mut round, answers) = quorum::fan_out_values(
         "acquire",
         &shared.nodes,
@@ -74,7 +80,7 @@ pub(crate) async fn attempt(
         (Leftover::Finish, shared.chain(&Gates::default())),
         |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
-            async move { node.send::<Option<Vec<String>>>(&request).await }
+            async move { counters_known(node.send(&request).await?) }
         },
         Option::is_some,
     )
@@ -89,7 +95,12 @@ pub(crate) async fn attempt(
     };
     if let Some(tokens) = tokens {
         let args: Vec<String> = tokens.iter().map(u64::to_string).collect();
-        let request = Arc::new(Request::fence_write_back(&all_keys, &value, &args));
+        let request = Arc::new(Request::fence_write_back(
+            &all_keys,
+            &value,
+            &args,
+            shared.guard(),
+        ));
         // To every node, not only those that granted: where a late acquire
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and

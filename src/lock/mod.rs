@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::error::{Error, NodeReport, Result};
 use crate::handoff::Handoff;
 use crate::node::call::Request;
+use crate::node::guard::Guard;
 use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Chain, Gates, Leftover, Round};
 
@@ -88,6 +89,11 @@ impl Shared {
             async move { node.vote(&request).await }
         })
         .await
+    }
+
+    /// The restart guard, when it is on (every node has the same).
+    pub(crate) fn guard(&self) -> Option<&Guard> {
+        self.nodes.first().and_then(|node| node.guard.as_ref())
     }
 
     /// The key of `resource`'s lock.

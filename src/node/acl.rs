@@ -59,17 +59,18 @@ fn called_commands(source: &str) -> Vec<String> {
 }
 
 /// Returns `"command key"` for the first of ARGV's commands that the user
-/// may not run on one of KEYS (`time` takes no key), or false. Each
+/// may not run on one of KEYS (`time` and `info` take no key), or false. Each
 /// command is checked with arguments of the shape our scripts use.
 pub(crate) static DIAGNOSE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local shapes = { set = {'v'}, pexpire = {'1'}, hget = {'f'}, hexists = {'f'}, hdel = {'f'},
-  hset = {'f', 'v'}, hsetnx = {'f', 'v'}, hincrby = {'f', '1'} }
+  hset = {'f', 'v'}, hsetnx = {'f', 'v'}, hincrby = {'f', '1'}, hmget = {'f'} }
 for i = 1, #ARGV do
   local cmd = ARGV[i]
-  if cmd == 'time' then
-    if not redis.acl_check_cmd(cmd) then return cmd end
+  if cmd == 'time' or cmd == 'info' then
+    local args = cmd == 'info' and {'server'} or {}
+    if not redis.acl_check_cmd(cmd, unpack(args)) then return cmd end
   else
     for k = 1, #KEYS do
       local ok, allowed = pcall(redis.acl_check_cmd, cmd, KEYS[k], unpack(shapes[cmd] or {}))

@@ -8,8 +8,9 @@
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 
 use super::acl::Lua;
+use super::guard::{Guard, quarantined};
 use super::{Node, NodeError, NodeResult};
-use crate::failure::{NodeFailure, is_script_denied};
+use crate::failure::is_script_denied;
 
 /// Which replies count as a grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +54,39 @@ impl Request {
         args: &[&str],
         grant: Grant,
     ) -> Self {
-        let strings = keys.iter().map(String::as_str).chain(args.iter().copied());
+        Request::script_parts(script, keys.iter(), args, grant)
+    }
+
+    /// `script` behind the restart `guard`: `keys` then the guard's record,
+    /// `args` then the quarantine this client announces.
+    pub(crate) fn guarded(
+        script: &'static Lua,
+        guard: &Guard,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        let keys = keys.iter().chain(std::iter::once(&guard.key));
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.extend_from_slice(args);
+        all.push(guard.quarantine_ms.as_str());
+        Request::script_parts(script, keys, &all, grant)
+    }
+
+    /// [`script`](Self::script) with the keys from an iterator.
+    pub(crate) fn script_parts<'a>(
+        script: &'static Lua,
+        keys: impl Iterator<Item = &'a String> + Clone,
+        args: &[&'a str],
+        grant: Grant,
+    ) -> Self {
+        let key_count = keys.clone().count();
+        let strings = keys.map(String::as_str).chain(args.iter().copied());
         // EVALSHA, the hash and the key count (at most 20 digits) first.
         let (count, size) = sized(strings.clone());
         let hash = script.get_hash();
         let mut cmd = Cmd::with_capacity(count + 3, size + "EVALSHA".len() + hash.len() + 20);
-        cmd.arg("EVALSHA").arg(hash).arg(keys.len());
+        cmd.arg("EVALSHA").arg(hash).arg(key_count);
         for string in strings {
             cmd.arg(string);
         }
@@ -147,7 +175,10 @@ impl Node {
         } else {
             error
         };
-        let failure = NodeFailure::from_redis(&error);
+        let failure = match quarantined(NodeError::redis(&error)) {
+            NodeError::Failed(failure) => failure,
+            other => return Err(other),
+        };
         if is_script_denied(failure.message()) {
             let keys = request.keys();
             return Err(NodeError::Failed(

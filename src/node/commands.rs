@@ -5,10 +5,16 @@
 //! is a vote for it.
 
 use super::call::{Grant, Request, command};
+use super::guard::{
+    GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
+    GUARDED_REENTRANT_ACQUIRE, Guard,
+};
 use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE, RELEASE,
     RESEED, extend_script, release_script,
 };
+use super::{NodeError, NodeResult};
+use crate::failure::{FailureKind, NodeFailure};
 use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
@@ -35,9 +41,18 @@ impl Found {
 
 impl Request {
     /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
-    /// several. Granted when the lock is now ours on the node.
-    pub(crate) fn acquire(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        if let [key] = keys {
+    /// several; with the restart `guard` on, always the guarded script.
+    /// Granted when the lock is now ours on the node.
+    pub(crate) fn acquire(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        if let Some(guard) = guard {
+            let args = [value, ttl_ms];
+            Request::guarded(&GUARDED_ACQUIRE_ALL, guard, keys, &args, Grant::Int(1))
+        } else if let [key] = keys {
             let args = [key.as_str(), value, "NX", "PX", ttl_ms];
             Request::command(command("SET", args.into_iter()), Grant::NotNil)
         } else {
@@ -96,24 +111,77 @@ impl Request {
     /// Granted when `owner` now has the hold `hold_id` on the key.
     pub(crate) fn acquire_reentrant(
         keys: &[String],
-        owner: &str,
-        hold_id: &str,
+        (owner, hold_id): (&str, &str),
         ttl_ms: &str,
+        guard: Option<&Guard>,
     ) -> Self {
         let args = [owner, hold_id, ttl_ms];
-        Request::script(&REENTRANT_ACQUIRE, keys, &args, Grant::Int(1))
+        match guard {
+            Some(guard) => Request::guarded(
+                &GUARDED_REENTRANT_ACQUIRE,
+                guard,
+                keys,
+                &args,
+                Grant::Int(1),
+            ),
+            None => Request::script(&REENTRANT_ACQUIRE, keys, &args, Grant::Int(1)),
+        }
     }
 
-    /// Fencing phase 1: answers `Some(counters)` when the keys are now ours.
-    pub(crate) fn fenced_acquire(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        Request::script(&FENCED_ACQUIRE, keys, &[value, ttl_ms], Grant::NotNil)
+    /// Fencing phase 1: answers `Some(counters)` when the keys are now ours
+    /// (read them with [`counters_known`]).
+    pub(crate) fn fenced_acquire(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        let args = [value, ttl_ms];
+        match guard {
+            Some(guard) => {
+                Request::guarded(&GUARDED_FENCED_ACQUIRE, guard, keys, &args, Grant::NotNil)
+            }
+            None => Request::script(&FENCED_ACQUIRE, keys, &args, Grant::NotNil),
+        }
     }
 
-    /// Fencing phase 2: granted when the counters were raised under our lock.
-    pub(crate) fn fence_write_back(keys: &[String], value: &str, tokens: &[String]) -> Self {
+    /// Fencing phase 2: granted when the counters were raised under our
+    /// lock. With the restart `guard` on, it also records that the counters
+    /// were written in the node's current trust period.
+    pub(crate) fn fence_write_back(
+        keys: &[String],
+        value: &str,
+        tokens: &[String],
+        guard: Option<&Guard>,
+    ) -> Self {
         let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
         args.push(value);
         args.extend(tokens.iter().map(String::as_str));
-        Request::script(&FENCE_WRITE_BACK, keys, &args, Grant::Int(1))
+        match guard {
+            Some(guard) => {
+                let keys = keys.iter().chain(std::iter::once(&guard.key));
+                Request::script_parts(&GUARDED_FENCE_WRITE_BACK, keys, &args, Grant::Int(1))
+            }
+            None => Request::script(&FENCE_WRITE_BACK, keys, &args, Grant::Int(1)),
+        }
     }
+}
+
+/// The counters of a fenced acquisition, when the node vouches for them.
+///
+/// With the restart guard on, a node whose counters are not known intact
+/// (it has restarted or lost data since they were last written back) is no
+/// vote in the fenced read: its answer is an error (its lock keys are set
+/// all the same, and get the write-back).
+pub(crate) fn counters_known(counters: Option<Vec<String>>) -> NodeResult<Option<Vec<String>>> {
+    if counters.iter().flatten().any(|c| c.starts_with('?')) {
+        return Err(NodeError::Failed(NodeFailure::new(
+            FailureKind::Other,
+            "fence counters not known intact: this node restarted or lost data since they \
+             were last written back, so it is no vote in the fenced read (the write-back \
+             of this or a later token makes them count again)"
+                .to_owned(),
+        )));
+    }
+    Ok(counters)
 }

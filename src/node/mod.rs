@@ -5,6 +5,7 @@
 pub(crate) mod acl;
 pub(crate) mod call;
 pub(crate) mod commands;
+pub(crate) mod guard;
 pub(crate) mod observe;
 pub(crate) mod scripts;
 mod tls;
@@ -27,6 +28,8 @@ pub(crate) enum NodeError {
     TimedOut,
     /// Connection or server error, sorted into a kind.
     Failed(NodeFailure),
+    /// The restart guard refused the vote for this long.
+    Quarantined(Duration),
 }
 
 impl NodeError {
@@ -35,6 +38,7 @@ impl NodeError {
         match self {
             NodeError::TimedOut => NodeOutcome::TimedOut,
             NodeError::Failed(failure) => NodeOutcome::Failed(failure.clone()),
+            NodeError::Quarantined(left) => NodeOutcome::Quarantined { left: *left },
         }
     }
 
@@ -84,6 +88,8 @@ pub(crate) struct Node {
     connect_timeout: Duration,
     /// The labels of this node's metrics.
     pub(crate) labels: crate::metrics::NodeLabels,
+    /// The restart guard, when it is on.
+    pub(crate) guard: Option<guard::Guard>,
 }
 
 impl Node {
@@ -110,7 +116,14 @@ impl Node {
             conn: Mutex::new(None),
             timeout,
             connect_timeout: connect.timeout(),
+            guard: None,
         })
+    }
+
+    /// This node with the restart guard on (`Some`) or off.
+    pub(crate) fn with_guard(mut self, guard: Option<guard::Guard>) -> Self {
+        self.guard = guard;
+        self
     }
 
     /// The node's address without credentials.

@@ -20,6 +20,7 @@ pub(crate) fn answered<T>(
         Ok(value) if granted(value) => (NodeOutcome::Granted, "granted"),
         Ok(_) => (NodeOutcome::Refused, "refused"),
         Err(e @ NodeError::TimedOut) => (e.outcome(), "timed_out"),
+        Err(e @ NodeError::Quarantined(_)) => (e.outcome(), "quarantined"),
         Err(e) => (e.outcome(), "failed"),
     };
     let error = answer.as_ref().err().map(error_type);
@@ -34,11 +35,13 @@ pub(crate) fn answered<T>(
     outcome
 }
 
-/// `error.type` of a failed node call: `timeout`, the server's error code
+/// `error.type` of a failed node call: `timeout`, `quarantined` (the
+/// restart guard refused the vote), the server's error code
 /// (`READONLY`, `NOSCRIPT`, ...), or the kind of a client-side error.
 pub(crate) fn error_type(error: &NodeError) -> String {
     match error {
         NodeError::TimedOut => "timeout".to_owned(),
+        NodeError::Quarantined(_) => "quarantined".to_owned(),
         NodeError::Failed(failure) => match failure.code() {
             Some(code) => code.to_owned(),
             None => failure.kind().name().to_owned(),

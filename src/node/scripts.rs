@@ -17,8 +17,10 @@ use super::acl::{Lua, lua};
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key was free and is now ours, 0 when any key exists
 /// (nothing is written then).
-pub(crate) static ACQUIRE_ALL: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+pub(crate) static ACQUIRE_ALL: LazyLock<Lua> = LazyLock::new(|| lua(ACQUIRE_ALL_LUA));
+
+/// The source of [`ACQUIRE_ALL`] (the restart guard runs it after its check).
+pub(crate) const ACQUIRE_ALL_LUA: &str = r"
 for i = 1, #KEYS do
   if redis.call('exists', KEYS[i]) == 1 then return 0 end
 end
@@ -26,8 +28,7 @@ for i = 1, #KEYS do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
 return 1
-")
-});
+";
 
 /// Compare-and-delete, announcing each release to its waiters, if any.
 ///
@@ -209,7 +210,7 @@ return 1
 /// field stores its own expiry, so that releasing or extending one hold
 /// leaves the key exactly as long-lived as the holds that remain. The
 /// expiries are on the node's clock, as Redis's own key expiry is.
-const PRELUDE: &str = r"
+pub(crate) const PRELUDE: &str = r"
 local function now()
   local t = redis.call('time')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -242,9 +243,11 @@ fn with_prelude(body: &str) -> Lua {
 /// milliseconds. Returns 1 when the hold is ours (the key was free, or is
 /// held by this owner), 0 when the key holds anything else. The key's TTL
 /// becomes the latest expiry among its holds, so never shorter than before.
-pub(crate) static REENTRANT_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
-    with_prelude(
-        r"
+pub(crate) static REENTRANT_ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| with_prelude(REENTRANT_ACQUIRE_LUA));
+
+/// The body of [`REENTRANT_ACQUIRE`], after [`PRELUDE`].
+pub(crate) const REENTRANT_ACQUIRE_LUA: &str = r"
 local at = now()
 local ttl = tonumber(ARGV[3])
 local kind = redis.call('type', KEYS[1]).ok
@@ -261,9 +264,7 @@ else
 end
 refit(KEYS[1], at)
 return 1
-",
-    )
-});
+";
 
 /// Removes one hold; frees the lock when it was the last, else gives the
 /// key the TTL of the latest expiry among the holds that remain.
@@ -390,6 +391,20 @@ mod acl_docs {
             &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],
         );
         assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
+        use crate::node::guard::*;
+        let guarded: [&Lua; 4] = [
+            &GUARDED_ACQUIRE_ALL,
+            &GUARDED_FENCE_WRITE_BACK,
+            &TRUST_STATUS,
+            &MARK_TRUSTED,
+        ];
+        assert_documented(&["core", "restart-guard"], &guarded);
+        assert_documented(&["core", "restart-guard"], &[&GUARDED_FENCED_ACQUIRE]);
+        assert_documented(
+            &["core", "reentrant", "restart-guard"],
+            &[&GUARDED_REENTRANT_ACQUIRE],
+        );
+        assert!(GUARDED_ACQUIRE_ALL.calls().contains(&"info".to_owned()));
         assert!(documented("notifications").contains(&"publish".to_owned()));
         for needed in ["evalsha", "script|load", "set"] {
             assert!(documented("core").contains(&needed.to_owned()), "{needed}");

@@ -3,6 +3,7 @@
 
 mod jobs;
 mod locking;
+mod trust;
 
 use std::sync::Arc;
 
@@ -109,8 +110,12 @@ impl Redlock {
     {
         let mut parsed: Vec<Arc<Node>> = Vec::new();
         let mut servers = std::collections::HashMap::new();
+        let guard = config.quarantine().map(|q| {
+            crate::node::guard::Guard::new(crate::keys::guard_key(config.key_prefix()), q)
+        });
         for (index, info) in nodes.into_iter().enumerate() {
-            let node = Node::new(index, info, config.node_timeout(), config.connect())?;
+            let node = Node::new(index, info, config.node_timeout(), config.connect())?
+                .with_guard(guard.clone());
             if let Some(first) = servers.insert(node.server().to_owned(), index) {
                 return Err(Error::Config(format!(
                     "nodes {first} and {index} are the same server ({}), whatever their \

@@ -256,6 +256,77 @@ impl LocalCluster {
         Ok(deleted > 0)
     }
 
+    /// `SAVE` on node `i`: an RDB snapshot of what it holds now, which
+    /// [`restart_from_snapshot`](Self::restart_from_snapshot) loads.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NoSuchNode`], [`TestkitError::Redis`] if the node
+    /// cannot be reached.
+    pub fn save(&self, i: usize) -> Result<(), TestkitError> {
+        self.run(i, &redis::cmd("SAVE"))
+    }
+
+    /// Kills node `i` (`SIGKILL`) and starts it again from its last RDB
+    /// snapshot ([`save`](Self::save)), AOF off: what Redis's default
+    /// persistence does after a crash. Keys written since the snapshot are
+    /// forgotten; older ones come back (with their expiry times).
+    ///
+    /// # Errors
+    ///
+    /// As [`restart`](Self::restart).
+    pub fn restart_from_snapshot(&self, i: usize) -> Result<(), TestkitError> {
+        lock(&self.node(i)?.server).restart_from_snapshot()
+    }
+
+    /// A [`Redlock`](crate::Redlock) on this cluster's nodes (through the
+    /// proxies) with `config`. With the restart guard on
+    /// ([`Config::with_restart_guard`](crate::Config::with_restart_guard)),
+    /// it first marks the nodes trusted at once
+    /// ([`Redlock::init_nodes`](crate::Redlock::init_nodes)): a test
+    /// cluster just started holds no lock, so there is nothing to wait for.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use redquorum::{testkit::LocalCluster, Config};
+    ///
+    /// let cluster = LocalCluster::start(3)?;
+    /// let config = Config::default().with_restart_guard(Duration::from_secs(5));
+    /// let redlock = cluster.redlock(config).await?;
+    /// let guard = redlock.try_lock("job", Duration::from_secs(5)).await?; // no wait
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`](crate::Error::Config) for a bad config, and
+    /// [`Error::Misconfigured`](crate::Error::Misconfigured) listing the
+    /// nodes that could not be marked trusted (as unreachable).
+    pub async fn redlock(&self, config: crate::Config) -> crate::Result<crate::Redlock> {
+        let guarded = config.restart_guard().is_some();
+        let redlock = crate::Redlock::with_config(self.urls(), config)?;
+        if guarded {
+            let problems: Vec<crate::NodeProblem> = redlock
+                .init_nodes()
+                .await
+                .into_iter()
+                .enumerate()
+                .filter(|(_, r)| !r.outcome().is_success())
+                .map(|(index, r)| crate::NodeProblem::Unreachable {
+                    index,
+                    node: r.node().to_owned(),
+                    reason: format!("not marked trusted: {}", r.outcome()),
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(crate::Error::Misconfigured(problems));
+            }
+        }
+        Ok(redlock)
+    }
+
     /// `FLUSHALL` on node `i`: every key is forgotten (a data-loss fault).
     ///
     /// # Errors

@@ -255,6 +255,16 @@ impl RedisServer {
         self.kill()?;
         self.aof = false;
         let _ = std::fs::remove_dir_all(self.dir.join("appendonlydir"));
+        let _ = std::fs::remove_file(self.dir.join("dump.rdb"));
+        self.restart()
+    }
+
+    /// Kills the process (`SIGKILL`) and starts it again with AOF off,
+    /// loading the last RDB snapshot (`dump.rdb`) if there is one.
+    pub(crate) fn restart_from_snapshot(&mut self) -> Result<(), TestkitError> {
+        self.kill()?;
+        self.aof = false;
+        let _ = std::fs::remove_dir_all(self.dir.join("appendonlydir"));
         self.restart()
     }
 

@@ -57,6 +57,15 @@ pub fn redlock(urls: &[String], config: Config) -> Redlock {
     }
 }
 
+/// A Redlock with the restart guard on `cluster`, its nodes marked
+/// trusted at once (a fresh test cluster holds no lock).
+pub async fn guarded(cluster: &LocalCluster, config: Config) -> Redlock {
+    match cluster.redlock(config).await {
+        Ok(r) => r,
+        Err(e) => panic!("guarded redlock: {e}"),
+    }
+}
+
 /// The port of a `redis://host:port/` URL, as text (for `REPLICAOF`).
 pub fn port_of(url: &str) -> String {
     url.trim_end_matches('/')

@@ -36,6 +36,12 @@ pub struct Cli {
     #[arg(long, default_value = redquorum::DEFAULT_KEY_PREFIX, global = true)]
     pub key_prefix: String,
 
+    /// Turn on the restart guard: a node that restarted or lost its data
+    /// votes only after MAX_TTL (plus drift), and no lock may have a TTL
+    /// above MAX_TTL. Use the same value in every client of the nodes.
+    #[arg(long, value_parser = duration::parse, global = true, value_name = "MAX_TTL")]
+    pub restart_guard: Option<Duration>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -54,6 +60,10 @@ pub enum Command {
     /// (for a reentrant lock: its owner and number of holds).
     #[command(after_help = help::STATUS)]
     Status(StatusArgs),
+    /// Mark every node trusted at once by the restart guard, so that it votes
+    /// without waiting out its quarantine: only when no lock can be live.
+    #[command(after_help = help::INIT)]
+    Init(InitArgs),
 }
 
 /// How long `--wait` lets `run` wait for the lock.
@@ -143,6 +153,14 @@ pub struct CheckArgs {
     /// Print one JSON object (for monitoring) instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Options of `init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Confirm that no lock taken through these nodes can still be held.
+    #[arg(long)]
+    pub no_lock_is_live: bool,
 }
 
 /// Options of `status`.

@@ -25,6 +25,9 @@ Examples:
   # Who holds a lock, and for how long on each node:
   redquorum status --resource nightly-export
 
+  # A new cluster with the restart guard: let its nodes vote at once:
+  redquorum --restart-guard 60s init --no-lock-is-live
+
 Each subcommand's --help lists its exit codes.";
 
 /// After `run --help`.
@@ -89,6 +92,27 @@ Exit codes:
   64  bad usage (EX_USAGE)";
 
 /// After `status --help`.
+pub const INIT: &str = "\
+The restart guard (--restart-guard MAX_TTL, Config::with_restart_guard)
+keeps a node that restarted, lost its data or is new from voting until
+every lock it may have granted has expired. On a new cluster, or one whose
+every client has been stopped for longer than the longest TTL, init lets
+the nodes vote at once. Never run it because no lock key is to be found: a
+redeploy of every node looks exactly like that while a holder elsewhere
+still believes it holds its lock. Give --restart-guard too, to record the
+quarantine for clients that announce a shorter one.
+
+Example:
+  redquorum --restart-guard 60s init --no-lock-is-live
+
+Exit codes:
+  0   every node marked trusted
+  80  some nodes not marked (listed); they wait out their quarantine
+  69  no node marked (EX_UNAVAILABLE)
+  78  a node refused (an ACL without +info, say), or bad configuration
+      or nodes file (EX_CONFIG)
+  64  bad usage, or --no-lock-is-live missing (EX_USAGE)";
+
 pub const STATUS: &str = "\
 The holder is shown by its label (run --label; host:pid and the command by
 default) and the first 8 characters of its lock value, never the value; a

@@ -8,6 +8,7 @@ mod check;
 mod duration;
 mod group;
 mod help;
+mod init;
 mod json;
 mod nodes;
 mod run;
@@ -71,9 +72,12 @@ async fn dispatch(cli: Cli) -> Exit {
         Ok(nodes) => nodes,
         Err(exit) => return exit,
     };
-    let config = Config::default()
+    let mut config = Config::default()
         .with_node_timeout(cli.node_timeout)
         .with_key_prefix(&cli.key_prefix);
+    if let Some(max_ttl) = cli.restart_guard {
+        config = config.with_restart_guard(max_ttl);
+    }
     let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config.clone()) {
         Ok(r) => r,
         Err(e) => return Exit::error(EX_CONFIG, e.to_string()),
@@ -82,6 +86,7 @@ async fn dispatch(cli: Cli) -> Exit {
         Command::Run(args) => run::run(&nodes, config, args).await,
         Command::Check(args) => check::check(&redlock, args.json).await,
         Command::Status(args) => status::status(&redlock, &args.resource, args.json).await,
+        Command::Init(args) => init::init(&redlock, args.no_lock_is_live).await,
     }
 }
 

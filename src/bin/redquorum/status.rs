@@ -188,6 +188,15 @@ pub async fn status(redlock: &Redlock, resource: &str, json: bool) -> Exit {
 
 fn print_text(seen: &Inspection, summary: &Summary, key: &str) {
     table::print_table(&["NODE", "HELD", "TTL", "HOLDER", "FENCE"], &rows(seen));
+    for view in seen.nodes() {
+        if let Some(left) = view.quarantine() {
+            println!(
+                "{}: no vote for {} (restart guard: restarted or lost its data)",
+                view.node(),
+                duration::show(left)
+            );
+        }
+    }
     let Summary {
         nodes: n,
         quorum,
@@ -252,6 +261,13 @@ fn node_json(view: &NodeView) -> Json {
         ("key_type", Json::opt_str(key_type)),
         ("error", Json::opt_str(error)),
         ("fence_counter", Json::opt_int(view.counter())),
+        (
+            "quarantine_ms",
+            Json::opt_int(
+                view.quarantine()
+                    .map(|q| u64::try_from(q.as_millis()).unwrap_or(u64::MAX)),
+            ),
+        ),
     ]);
     Json::Object(fields)
 }

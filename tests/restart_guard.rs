@@ -1,0 +1,269 @@
+#![cfg(feature = "testkit")]
+//! The restart guard on real nodes: a node that restarted (or lost its
+//! data) refuses to vote for the quarantine, then votes again;
+//! `init_nodes` skips the wait; the longest quarantine announced is kept
+//! for every client; TTLs above max_ttl are refused; the start-up checks,
+//! inspection and the fenced read see the quarantine.
+
+mod common;
+
+use std::time::Duration;
+
+use redquorum::testkit::LocalCluster;
+use redquorum::{Config, Error, LockOptions, NodeOutcome, NodeProblem, Redlock};
+
+/// Small, so that waiting out a quarantine keeps the tests quick.
+const MAX_TTL: Duration = Duration::from_millis(300);
+
+/// A guarded config that needs every one of 3 nodes, so that one
+/// quarantined node fails the attempt and shows in its report.
+fn all_of_three(max_ttl: Duration) -> Config {
+    common::fast_config()
+        .with_retry_count(0)
+        .with_quorum(3)
+        .with_restart_guard(max_ttl)
+}
+
+/// A fresh Redlock (no open connection) on `cluster`.
+fn fresh(cluster: &LocalCluster, config: Config) -> Redlock {
+    common::redlock(&cluster.urls(), config)
+}
+
+/// Node 0's outcome in a failed attempt, or `None` when the lock was taken
+/// (it is then released).
+async fn node_0(redlock: &Redlock, resource: &str) -> Option<NodeOutcome> {
+    match redlock.try_lock(resource, MAX_TTL).await {
+        Ok(guard) => {
+            guard.release().await.expect("release");
+            None
+        }
+        Err(Error::NotAcquired(why)) => Some(why.nodes()[0].outcome().clone()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn left_of(outcome: Option<NodeOutcome>) -> Duration {
+    match outcome {
+        Some(NodeOutcome::Quarantined { left }) => left,
+        other => panic!("expected node 0 quarantined, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_refuses_votes_for_the_quarantine_and_then_votes_again() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(MAX_TTL);
+    let q = config.quarantine().expect("guard on");
+    let redlock = common::guarded(&cluster, config.clone()).await;
+    let resource = common::unique("guard-restart");
+    assert_eq!(node_0(&redlock, &resource).await, None, "trusted at once");
+
+    cluster.restart_empty(0).expect("restart");
+    let redlock = fresh(&cluster, config);
+    let first = node_0(&redlock, &resource).await;
+    let left = left_of(first.clone());
+    assert!(left > Duration::ZERO && left <= q, "left {left:?}, q {q:?}");
+    let outcome = first.expect("refused");
+    assert!(outcome.is_unavailable() && !outcome.is_misconfigured());
+    assert!(outcome.to_string().contains("quarantined"), "{outcome}");
+
+    // Refused until the quarantine is over, then a vote again.
+    let mut voted = false;
+    for _ in 0..100 {
+        match node_0(&redlock, &resource).await {
+            None => {
+                voted = true;
+                break;
+            }
+            Some(NodeOutcome::Quarantined { .. }) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Some(other) => panic!("node 0 answered {other}"),
+        }
+    }
+    assert!(voted, "node 0 never voted again after its quarantine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_nodes_lets_a_restarted_node_vote_without_waiting() {
+    let cluster = common::cluster(3);
+    // A quarantine far longer than the test: only init_nodes can end it.
+    let config = all_of_three(Duration::from_secs(600));
+    drop(common::guarded(&cluster, config.clone()).await);
+    cluster.restart_empty(0).expect("restart");
+    let redlock = fresh(&cluster, config.clone());
+    let resource = common::unique("guard-init");
+    assert!(matches!(
+        node_0(&redlock, &resource).await,
+        Some(NodeOutcome::Quarantined { .. })
+    ));
+    let marked = redlock.init_nodes().await;
+    assert_eq!(marked.len(), 3);
+    assert!(
+        marked.iter().all(|r| r.outcome().is_success()),
+        "{marked:?}"
+    );
+    assert_eq!(node_0(&redlock, &resource).await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_larger_quarantine_announced_by_one_client_is_kept_for_all() {
+    let cluster = common::cluster(3);
+    let long = all_of_three(Duration::from_secs(600));
+    let short = all_of_three(MAX_TTL);
+    let short_q = short.quarantine().expect("guard on");
+    let resource = common::unique("guard-largest");
+    // The long-lived client meets node 0 first after the restart...
+    drop(common::guarded(&cluster, short.clone()).await);
+    cluster.restart_empty(0).expect("restart");
+    let long = fresh(&cluster, long);
+    let left = left_of(node_0(&long, &resource).await);
+    assert!(left > short_q, "{left:?}");
+    // ...and a client with a smaller max_ttl still waits the larger one.
+    let short = fresh(&cluster, short);
+    tokio::time::sleep(short_q * 2).await;
+    let left = left_of(node_0(&short, &resource).await);
+    assert!(left > short_q, "the short client saw {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_above_max_ttl_is_an_invalid_argument_for_lock_and_extend() {
+    let cluster = common::cluster(3);
+    let redlock =
+        common::guarded(&cluster, common::fast_config().with_restart_guard(MAX_TTL)).await;
+    let resource = common::unique("guard-ttl");
+    let too_long = MAX_TTL + Duration::from_millis(1);
+    match redlock.try_lock(&resource, too_long).await {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("max_ttl"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    let mut guard = redlock.try_lock(&resource, MAX_TTL).await.expect("lock");
+    match guard.extend(too_long).await {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("max_ttl"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    guard.release().await.expect("release");
+    let zero = Config::default().with_restart_guard(Duration::ZERO);
+    assert!(matches!(
+        Redlock::with_config(cluster.urls(), zero),
+        Err(Error::Config(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_warns_about_a_quarantined_node_and_inspect_shows_it() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(Duration::from_secs(600));
+    drop(common::guarded(&cluster, config.clone()).await);
+    cluster.restart_empty(0).expect("restart");
+    let redlock = fresh(&cluster, config);
+    let resource = common::unique("guard-check");
+
+    // Before any vote: no record for the new process yet.
+    let rows = redlock.check_report().await;
+    assert!(
+        rows[0]
+            .problems()
+            .iter()
+            .any(|p| matches!(p, NodeProblem::Quarantined { started: false, .. })),
+        "{:?}",
+        rows[0].problems()
+    );
+    let _ = node_0(&redlock, &resource).await; // starts the quarantine
+    let rows = redlock.check_report().await;
+    let problem = rows[0]
+        .problems()
+        .iter()
+        .find(|p| matches!(p, NodeProblem::Quarantined { started: true, .. }))
+        .unwrap_or_else(|| panic!("{:?}", rows[0].problems()));
+    assert!(problem.is_warning());
+    assert!(problem.to_string().contains("quarantined"), "{problem}");
+    assert!(rows[1..].iter().all(|r| {
+        r.problems()
+            .iter()
+            .all(|p| !matches!(p, NodeProblem::Quarantined { .. }))
+    }));
+    redlock
+        .check()
+        .await
+        .expect("a quarantine does not fail the checks");
+
+    let seen = redlock.inspect(&resource).await.expect("inspect");
+    assert!(seen.nodes()[0].quarantine().is_some(), "{seen:?}");
+    assert_eq!(seen.nodes()[1].quarantine(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_written_back_to_it() {
+    let cluster = common::cluster(3);
+    let config = common::fast_config()
+        .with_retry_count(0)
+        .with_restart_guard(MAX_TTL);
+    let fenced = LockOptions::new().fencing(true);
+    let resource = common::unique("guard-fence");
+    let redlock = common::guarded(&cluster, config.clone()).await;
+    let first = redlock
+        .lock_with(&resource, MAX_TTL, &fenced)
+        .await
+        .expect("lock");
+    assert_eq!(first.fencing_token(), Some(1));
+    first.release().await.expect("release");
+
+    cluster.restart_empty(0).expect("restart");
+    tokio::time::sleep(config.quarantine().expect("guard on") * 2).await;
+    // Node 0 is out of quarantine but its counter was lost: with all three
+    // needed it is no vote in the fenced read.
+    let all = fresh(&cluster, config.clone().with_quorum(3));
+    let _ = all.try_lock(&resource, MAX_TTL).await; // starts node 0's quarantine
+    tokio::time::sleep(config.quarantine().expect("guard on") * 2).await;
+    match all.lock_with(&resource, MAX_TTL, &fenced).await {
+        Err(Error::NotAcquired(why)) => {
+            let NodeOutcome::Failed(failure) = why.nodes()[0].outcome() else {
+                panic!("{why}");
+            };
+            assert!(failure.to_string().contains("not known intact"), "{why}");
+        }
+        other => panic!("expected node 0 left out of the fenced read, got {other:?}"),
+    }
+    // A majority of intact nodes issues the next token and writes it back
+    // to node 0, which then counts again.
+    let majority = fresh(&cluster, config);
+    let second = majority
+        .lock_with(&resource, MAX_TTL, &fenced)
+        .await
+        .expect("lock");
+    assert_eq!(second.fencing_token(), Some(2));
+    second.release().await.expect("release");
+    majority.shutdown().await; // node 0's write-back and release are done
+    let third = all
+        .lock_with(&resource, MAX_TTL, &fenced)
+        .await
+        .expect("lock on all three");
+    assert_eq!(third.fencing_token(), Some(3));
+    third.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_readable_since_starts_a_new_quarantine_that_ends() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(MAX_TTL);
+    drop(common::guarded(&cluster, config.clone()).await);
+    let hdel = redis::cmd("HDEL")
+        .arg("redquorum:restart-guard:node")
+        .arg("since")
+        .clone();
+    let removed: i64 = common::query(&cluster.direct_url(0), &hdel).expect("HDEL");
+    assert_eq!(removed, 1);
+    let redlock = fresh(&cluster, config);
+    let resource = common::unique("guard-since");
+    left_of(node_0(&redlock, &resource).await);
+    let mut voted = false;
+    for _ in 0..100 {
+        if node_0(&redlock, &resource).await.is_none() {
+            voted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(voted, "node 0 never voted again");
+}
