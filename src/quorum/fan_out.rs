@@ -59,7 +59,8 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
     /// Polls every call in flight once; `answered(index, answer)` is told
     /// of each that is over, and returns true to end the drive after this
     /// pass. The pass goes on to the end: answers that came together are
-    /// all taken now, often leaving nothing in flight to finish later.
+    /// all taken as votes now, often leaving nothing in flight to finish
+    /// later.
     fn poll_answers(
         &mut self,
         cx: &mut Context<'_>,
@@ -198,11 +199,8 @@ where
     if decision.is_none() {
         let timed_out = calls
             .drive(sleep.as_mut(), |index, (answer, elapsed)| {
-                if decision.is_some() {
-                    // Decided earlier in this pass: a late answer, no vote.
-                    observe::answered((op, &nodes[index]), &answer, granted, (elapsed, true));
-                    return true;
-                }
+                // Answers that came in the same pass as the deciding one
+                // count too: they were there when the round was decided.
                 let outcome =
                     observe::answered((op, &nodes[index]), &answer, granted, (elapsed, false));
                 if let Ok(value) = answer {
