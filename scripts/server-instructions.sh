@@ -57,6 +57,10 @@ case "$METHOD" in
   *) echo "METHOD must be auto, perf or callgrind, not $METHOD" >&2; exit 2 ;;
 esac
 
+if [ $((K1 % TASKS)) != 0 ] || [ $((K2 % TASKS)) != 0 ] || [ "$K2" -le "$K1" ]; then
+  echo "K1 < K2 must be multiples of TASKS=$TASKS (K1=$K1, K2=$K2)" >&2
+  exit 2
+fi
 (cd benches/peers && cargo build --release --bin pairs -q)
 bin=$PWD/benches/peers/target/release/pairs
 out=$(mktemp -d)
