@@ -12,8 +12,13 @@
 //! `lib=.. tasks=.. pairs=.. allocs=..` with the allocations made during
 //! the K pairs. Fixed costs (start-up, warm-up) cancel out when two runs
 //! with different K are subtracted: per pair = (I(K2) - I(K1)) / (K2 - K1).
+//!
+//! `--lib ours-quiet` is ours with release notifications off. `--serve`
+//! (K from stdin instead of `--pairs`, see [`serve`]) is for measuring the
+//! servers, `scripts/server-instructions.sh`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -111,21 +116,77 @@ impl Lib {
                 let lock = m.lock(resource, TTL).await.expect("rslock lock");
                 m.unlock(&lock).await;
             }
-            Lib::Floor(f) => f.pair(resource, "floor-value-0123456789abcdef0123456789").await,
+            Lib::Floor(f) => {
+                f.pair(resource, "floor-value-0123456789abcdef0123456789")
+                    .await
+            }
+        }
+    }
+}
+
+/// Runs `pairs` pairs spread over `tasks` tasks (as many per task), on
+/// resources named after `phase`; returns how many were run.
+async fn run(lib: &Arc<Lib>, tasks: usize, pairs: u64, phase: u64) -> u64 {
+    let per_task = pairs / tasks as u64;
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let lib = Arc::clone(lib);
+        handles.push(tokio::spawn(async move {
+            for i in 0..per_task {
+                lib.pair(&format!("pairs:{phase}:{t}:{i}")).await;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("task");
+    }
+    per_task * tasks as u64
+}
+
+/// `--serve`: prints `ready pids=P1,..,P5` (the `redis-server` processes
+/// of this run), then reads commands from stdin: `run K` runs K pairs and
+/// prints `done pairs=K`; `exit` or end of input stops. Lets a script
+/// measure the servers around each batch (`scripts/server-instructions.sh`).
+async fn serve(lib: &Arc<Lib>, tasks: usize, cluster: &LocalCluster) {
+    let pids: Vec<String> = (0..cluster.len())
+        .map(|i| cluster.pid(i).expect("node running").to_string())
+        .collect();
+    println!("ready pids={}", pids.join(","));
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    for phase in 1.. {
+        line.clear();
+        if std::io::stdin().read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().and_then(|k| k.parse().ok())) {
+            (Some("run"), Some(k)) => {
+                let done = run(lib, tasks, k, phase).await;
+                println!("done pairs={done}");
+                let _ = std::io::stdout().flush();
+            }
+            (Some("exit") | None, _) => break,
+            _ => panic!("--serve: expected `run K` or `exit`, got {line:?}"),
         }
     }
 }
 
 fn main() {
     let (mut lib, mut tasks, mut pairs) = (String::from("ours"), 1usize, 1000u64);
+    let mut serving = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--serve" {
+            serving = true;
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match arg.as_str() {
             "--lib" => lib = value,
             "--tasks" => tasks = value.parse().expect("--tasks N"),
             "--pairs" => pairs = value.parse().expect("--pairs K"),
-            other => panic!("unknown argument {other}; use --lib L --tasks N --pairs K"),
+            other => panic!("unknown argument {other}; use --lib L --tasks N --pairs K [--serve]"),
         }
     }
     let cluster = LocalCluster::start(5).expect("start local redis-server nodes");
@@ -135,46 +196,50 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async {
+        let ours = |notify: bool| {
+            let config = Config::default()
+                .with_node_timeout(Duration::from_secs(2))
+                .with_release_notifications(notify);
+            Lib::Ours(
+                Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"),
+            )
+        };
         let lib = Arc::new(match lib.as_str() {
-            "ours" => {
-                let config = Config::default().with_node_timeout(Duration::from_secs(2));
-                Lib::Ours(Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"))
-            }
+            "ours" => ours(true),
+            "ours-quiet" => ours(false),
             "rslock" => Lib::Peer(LockManager::new(urls.clone())),
             "floor" => Lib::Floor(Floor::new(&urls).await),
-            other => panic!("--lib ours|rslock|floor, not {other}"),
+            other => panic!("--lib ours|ours-quiet|rslock|floor, not {other}"),
         });
         for i in 0..50 {
             lib.pair(&format!("warm:{i}")).await;
         }
         let before = ALLOCS.load(Ordering::Relaxed);
-        let per_task = pairs / tasks as u64;
-        let mut handles = Vec::new();
-        for t in 0..tasks {
-            let lib = Arc::clone(&lib);
-            handles.push(tokio::spawn(async move {
-                for i in 0..per_task {
-                    lib.pair(&format!("pairs:{t}:{i}")).await;
-                }
-            }));
-        }
-        for h in handles {
-            h.await.expect("task");
-        }
+        let done = if serving {
+            serve(&lib, tasks, &cluster).await;
+            0
+        } else {
+            run(&lib, tasks, pairs, 0).await
+        };
         let allocs = ALLOCS.load(Ordering::Relaxed) - before;
         let name = match &*lib {
             Lib::Ours(r) => {
                 r.shutdown().await;
-                "ours"
+                if r.config().release_notifications() {
+                    "ours"
+                } else {
+                    "ours-quiet"
+                }
             }
             Lib::Peer(_) => "rslock",
             Lib::Floor(_) => "floor",
         };
-        let done = per_task * tasks as u64;
-        println!(
-            "lib={name} tasks={tasks} pairs={done} allocs={allocs} allocs_per_pair={:.1}",
-            allocs as f64 / done as f64
-        );
+        if !serving {
+            println!(
+                "lib={name} tasks={tasks} pairs={done} allocs={allocs} allocs_per_pair={:.1}",
+                allocs as f64 / done as f64
+            );
+        }
     });
     drop(cluster);
 }

@@ -1,0 +1,105 @@
+//! Contended: 16 workers take turns on one resource, each looping
+//! {lock (waiting until acquired), hold 1 ms, release}.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redquorum::Redlock;
+use rslock::LockManager;
+
+use crate::libs::{Lib, TTL, base_config, fresh};
+
+pub const WORKERS: usize = 16;
+const HOLD: Duration = Duration::from_millis(1);
+
+/// redquorum waiting in `lock()`: retries without limit, 5 ms +- 3 ms
+/// between attempts (woken earlier by release notifications, on by
+/// default).
+pub fn ours(urls: &[String]) -> Lib {
+    let config = base_config()
+        .with_retry_count(u32::MAX)
+        .with_retry_delay(Duration::from_millis(5))
+        .with_retry_jitter(Duration::from_millis(3));
+    Lib::Ours(Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"))
+}
+
+/// rslock's retrying `lock()`: retries without limit, a random pause in
+/// 0..10 ms between attempts (mean 5 ms, as ours).
+pub fn peer(urls: &[String]) -> Lib {
+    let mut manager = LockManager::new(urls.to_vec());
+    manager.set_retry(u32::MAX, Duration::from_millis(10));
+    Lib::Peer(Arc::new(manager))
+}
+
+/// What one contended run saw.
+pub struct Contended {
+    pub per_sec: f64,
+    /// Fewest acquisitions of one worker / most of one worker.
+    pub fairness: f64,
+    /// Calls of the waiting `lock()` that returned an error (the worker
+    /// then called it again).
+    pub give_ups: u64,
+}
+
+/// Waits for the lock; `None` if the waiting call gave up.
+async fn lock(lib: &Lib, resource: &str) -> Option<Held> {
+    match lib {
+        Lib::Ours(r) => r.lock(resource, TTL).await.ok().map(Held::Ours),
+        Lib::Peer(m) => m.lock(resource, TTL).await.ok().map(Held::Peer),
+    }
+}
+
+enum Held {
+    Ours(redquorum::LockGuard),
+    Peer(rslock::Lock),
+}
+
+async fn release(lib: &Lib, held: Held) {
+    match (lib, held) {
+        (_, Held::Ours(guard)) => guard.release().await.expect("redquorum release"),
+        (Lib::Peer(m), Held::Peer(lock)) => m.unlock(&lock).await,
+        (Lib::Ours(_), Held::Peer(_)) => unreachable!("an rslock lock from redquorum"),
+    }
+}
+
+/// 16 workers on one fresh resource for `secs`. Acquisitions made after
+/// the deadline are released and not counted.
+pub async fn contended(lib: &Lib, secs: Duration) -> Contended {
+    let resource = fresh("contended");
+    let deadline = Instant::now() + secs;
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (lib, resource) = (lib.clone(), resource.clone());
+            tokio::spawn(async move {
+                let (mut count, mut give_ups) = (0u64, 0u64);
+                while Instant::now() < deadline {
+                    let Some(held) = lock(&lib, &resource).await else {
+                        give_ups += 1;
+                        continue;
+                    };
+                    let late = Instant::now() >= deadline;
+                    if !late {
+                        count += 1;
+                        tokio::time::sleep(HOLD).await;
+                    }
+                    release(&lib, held).await;
+                }
+                (count, give_ups)
+            })
+        })
+        .collect();
+    let (mut counts, mut give_ups) = (Vec::new(), 0);
+    for w in workers {
+        let (count, gave_up) = w.await.expect("worker");
+        counts.push(count);
+        give_ups += gave_up;
+    }
+    let total: u64 = counts.iter().sum();
+    let min = counts.iter().copied().min().unwrap_or(0);
+    let max = counts.iter().copied().max().unwrap_or(0);
+    Contended {
+        per_sec: total as f64 / secs.as_secs_f64(),
+        fairness: min as f64 / max.max(1) as f64,
+        give_ups,
+    }
+}
