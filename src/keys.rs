@@ -15,13 +15,11 @@ pub(crate) const LOCK: &str = "lock:";
 pub(crate) const FENCE: &str = "fence:";
 /// The kind of a release-notification channel.
 pub(crate) const RELEASED: &str = "released:";
-/// The kind of the marker that says someone waits for a lock's release.
-pub(crate) const WAITING: &str = "waiting:";
 /// The kind of the restart guard's record (one per node, resource `node`).
 pub(crate) const GUARD: &str = "restart-guard:";
 
 /// Every kind; none ends another.
-pub(crate) const KINDS: [&str; 5] = [LOCK, FENCE, RELEASED, WAITING, GUARD];
+pub(crate) const KINDS: [&str; 4] = [LOCK, FENCE, RELEASED, GUARD];
 
 /// The key of the restart guard's record on every node:
 /// `{prefix}restart-guard:node`, a hash without TTL.
@@ -45,25 +43,28 @@ pub(crate) fn channel(prefix: &str, resource: &str) -> String {
 }
 
 /// The channel of the lock key `{prefix}lock:{resource}`; empty (publish
-/// nothing) for a key of another shape.
+/// nothing) for a key of another shape. The release script finds it
+/// without the prefix (see [`channel_by_first_lock`]); tests hold the two
+/// equal.
+#[cfg(test)]
 pub(crate) fn channel_of_key(prefix: &str, key: &str) -> String {
     key.strip_prefix(prefix)
         .and_then(|rest| rest.strip_prefix(LOCK))
         .map_or_else(String::new, |resource| channel(prefix, resource))
 }
 
-/// The key that marks, while it lives, that someone waits for `resource`:
-/// a release announces itself only then.
-pub(crate) fn waiter_key(prefix: &str, resource: &str) -> String {
-    format!("{prefix}{WAITING}{resource}")
-}
-
-/// The waiter marker of the lock key `{prefix}lock:{resource}`; empty for a
-/// key of another shape.
-pub(crate) fn waiter_key_of_key(prefix: &str, key: &str) -> String {
-    key.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix(LOCK))
-        .map_or_else(String::new, |resource| waiter_key(prefix, resource))
+/// The channel of a lock key as the release script derives it: the first
+/// `lock:` in the key ends the prefix (a valid prefix contains none, and
+/// no proper end of `lock:` is also its start, so none straddles the
+/// prefix's end either).
+#[cfg(test)]
+pub(crate) fn channel_by_first_lock(key: &str) -> Option<String> {
+    let at = key.find(LOCK)?;
+    Some(format!(
+        "{}{RELEASED}{}",
+        &key[..at],
+        &key[at + LOCK.len()..]
+    ))
 }
 
 /// `resources` without repeats, in the order of their first appearance.
@@ -98,7 +99,7 @@ pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
         Some(kind) => Err(Error::Config(format!(
             "key prefix {prefix:?} contains {kind:?}, so its keys could equal keys of another \
              prefix (a lock key equal to a fencing counter, say); use a prefix without \
-             \"lock:\", \"fence:\", \"released:\", \"waiting:\" or \"restart-guard:\", e.g. \"myapp:\""
+             \"lock:\", \"fence:\", \"released:\" or \"restart-guard:\", e.g. \"myapp:\""
         ))),
         None => Ok(()),
     }
@@ -113,8 +114,6 @@ mod tests {
     fn channel_names_follow_the_prefix_and_resource() {
         assert_eq!(channel("rq:", "jobs"), "rq:released:jobs");
         assert_eq!(channel_of_key("rq:", "rq:lock:jobs"), "rq:released:jobs");
-        assert_eq!(waiter_key_of_key("rq:", "rq:lock:jobs"), "rq:waiting:jobs");
-        assert_eq!(waiter_key_of_key("rq:", "other:lock:jobs"), "");
         assert_eq!(
             channel_of_key("rq:", "rq:lock:a:lock:b"),
             "rq:released:a:lock:b"
@@ -203,6 +202,15 @@ mod tests {
             if a == b {
                 prop_assert_eq!((&p1, k1, &r1), (&p2, k2, &r2));
             }
+        }
+
+        #[test]
+        fn the_release_script_finds_the_channel_of_every_valid_lock_key(
+            p in valid_prefix(), r in tricky(1..5),
+        ) {
+            let key = lock_key(&p, &r);
+            prop_assert_eq!(channel_by_first_lock(&key), Some(channel_of_key(&p, &key)));
+            prop_assert_eq!(channel_by_first_lock(&key), Some(channel(&p, &r)));
         }
 
         #[test]

@@ -137,10 +137,10 @@
 //! default). A `lock()` that finds the lock held subscribes to the
 //! resource's channel, `{prefix}released:{resource}`, over one pub/sub
 //! connection per node, opened on the first wait and shared by all waiters
-//! of the `Redlock`, and marks on each node that it waits
-//! (`{prefix}waiting:{resource}`, a key with a TTL of a few retry delays).
-//! A release that deletes a key publishes on the channel only while the
-//! marker exists: releases nobody waits for cost no `PUBLISH`. One waiter is woken per release (in arrival order), once a
+//! of the `Redlock`; the clean-up of its failed attempt marks the holder's
+//! value as awaited (a `+` appended, which every script reads as the same
+//! holder). A release publishes on the channel only when it deletes a
+//! marked value: releases nobody waits for cost no `PUBLISH`. One waiter is woken per release (in arrival order), once a
 //! quorum of nodes has announced it; the others keep their place for later
 //! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or

@@ -45,27 +45,50 @@ pub(crate) const LABEL_MARK: char = '.';
 /// Longest holder label, in bytes.
 pub(crate) const MAX_LABEL: usize = 200;
 
-/// A fresh value carrying `label` after the random part, for
-/// [`Redlock::inspect`](crate::Redlock::inspect) to show.
+/// The first digit of a plain lock value: an uppercase hex letter, which
+/// no value of an earlier version starts with (theirs are lowercase). It
+/// tells a waiter that the holder reads the [`AWAITED`] mark: only such
+/// values are marked, so that holders of an earlier version (or of other
+/// software sharing the prefix) never find their value changed.
+const FIRST_DIGITS: &[u8; 6] = b"ABCDEF";
+
+/// A fresh plain lock value, 40 hex digits (the first an uppercase letter,
+/// see [`FIRST_DIGITS`]: 158.6 bits of randomness), carrying `label` after
+/// the random part, for [`Redlock::inspect`](crate::Redlock::inspect) to
+/// show.
 pub(crate) fn fresh_labelled(label: Option<&str>) -> String {
-    match label {
-        Some(label) => format!("{}{LABEL_MARK}{label}", fresh()),
-        None => fresh(),
+    let mut value = fresh();
+    let first = FIRST_DIGITS[rand::random_range(0..FIRST_DIGITS.len())];
+    value.replace_range(..1, char::from(first).encode_utf8(&mut [0; 4]));
+    if let Some(label) = label {
+        value.push(LABEL_MARK);
+        value.push_str(label);
     }
+    value
 }
 
-/// The holder label in a stored plain value, if it carries one.
+/// Appended to a plain lock value by a waiter: its release announces
+/// itself (see `node::scripts::CLEANUP`).
+pub(crate) const AWAITED: char = '+';
+
+/// The holder label in a stored plain value, if it carries one (without a
+/// waiter's [`AWAITED`] mark).
 pub(crate) fn label_of(value: &str) -> Option<&str> {
+    let value = value.strip_suffix(AWAITED).unwrap_or(value);
     value.split_once(LABEL_MARK).map(|(_, label)| label)
 }
 
 /// Checks a holder label: not empty, at most [`MAX_LABEL`] bytes, no
 /// control characters.
 pub(crate) fn check_label(label: &str) -> Result<()> {
-    if label.is_empty() || label.len() > MAX_LABEL || label.chars().any(char::is_control) {
+    if label.is_empty()
+        || label.len() > MAX_LABEL
+        || label.chars().any(char::is_control)
+        || label.ends_with(AWAITED)
+    {
         return Err(Error::Config(format!(
             "holder label {label:?} is unusable: use 1 to {MAX_LABEL} bytes without control \
-             characters, e.g. \"host:pid\""
+             characters, not ending with '{AWAITED}', e.g. \"host:pid\""
         )));
     }
     Ok(())
@@ -87,6 +110,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plain_value_is_40_hex_digits_led_by_an_uppercase_letter() {
+        for _ in 0..100 {
+            let value = fresh_labelled(None);
+            assert_eq!(value.len(), 40, "{value}");
+            assert!(value.chars().all(|c| c.is_ascii_hexdigit()), "{value}");
+            assert!(matches!(value.as_bytes()[0], b'A'..=b'F'), "{value}");
+            assert!(
+                value[1..].bytes().all(|b| !b.is_ascii_uppercase()),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
     fn a_labelled_value_keeps_its_label_apart_from_the_random_part() {
         let value = fresh_labelled(Some("web-3:4242"));
         assert_eq!(label_of(&value), Some("web-3:4242"));
@@ -94,6 +131,8 @@ mod tests {
         assert_eq!(label_of(&fresh()), None);
         assert!(check_label("").is_err());
         assert!(check_label("a\nb").is_err());
+        assert!(check_label("a+").is_err());
+        assert_eq!(label_of(&format!("{}.web-3+", fresh())), Some("web-3"));
         assert!(check_label(&"x".repeat(MAX_LABEL + 1)).is_err());
         assert!(check_label("web-3:4242 nightly-export").is_ok());
     }

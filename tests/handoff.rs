@@ -379,3 +379,69 @@ async fn a_release_publishes_only_when_someone_waits() {
         "only {announced} nodes announced the release"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_marks_the_held_lock_which_still_extends_and_releases() {
+    let nodes = nodes();
+    let urls = nodes.urls();
+    let redlock = redlock(&urls, slow_retries(Duration::from_secs(2)));
+    warm_up(&redlock).await;
+    let resource = unique("marked");
+    let mut guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    let marked = |urls: &[String]| {
+        urls.iter()
+            .filter(|u| get(u, &key(&resource)).is_some_and(|v| v.ends_with('+')))
+            .count()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || marked(&urls) == urls.len()).await,
+        "the waiter's failed attempt did not mark the lock on every node"
+    );
+    guard
+        .extend(TTL)
+        .await
+        .expect("a marked lock still extends");
+    assert_eq!(marked(&urls), urls.len(), "extending dropped the mark");
+    guard.release().await.expect("a marked lock still releases");
+    let (result, _) = waiter.await.expect("waiter task");
+    let mine = result.expect("the waiter gets the lock");
+    // The new holder's value is its own, unmarked until someone waits.
+    assert!(marked(&urls) < 3, "the new holder's lock is marked");
+    mine.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_leaves_a_lock_value_of_an_earlier_version_as_it_is() {
+    let nodes = nodes();
+    let urls = nodes.urls();
+    let redlock = redlock(&urls, slow_retries(Duration::from_millis(200)));
+    warm_up(&redlock).await;
+    let resource = unique("older");
+    // A holder of an earlier version: lowercase hex, no mark to expect.
+    let older = "3fa2c1d0e9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4";
+    for url in &urls {
+        set(url, &key(&resource), older, Duration::from_secs(10));
+    }
+    let waiter = wait_for(&redlock, &resource);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        urls.iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+    // Several failed attempts later, the value is still the holder's own.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for url in &urls {
+        assert_eq!(get(url, &key(&resource)).as_deref(), Some(older), "{url}");
+    }
+    for url in &urls {
+        query::<()>(url, redis::cmd("DEL").arg(key(&resource))).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let (result, _) = waiter.await.expect("waiter task");
+    result
+        .expect("the waiter gets the freed lock")
+        .release()
+        .await
+        .expect("release");
+}

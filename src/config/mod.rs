@@ -298,8 +298,10 @@ impl Config {
 
     /// Sets whether releases wake the waiters of [`Redlock::lock`](crate::Redlock::lock)
     /// at once instead of leaving them to sleep out their retry delay (see
-    /// the crate docs, "Waiting", for how and what it costs). When off,
-    /// releases publish nothing and waiters only sleep. Defaults to `true`.
+    /// the crate docs, "Waiting", for how and what it costs). When off, this
+    /// `Redlock`'s waiters neither subscribe nor mark the locks they wait
+    /// for, and only sleep; its releases still announce themselves to the
+    /// waiters of other clients that marked them. Defaults to `true`.
     ///
     /// ```
     /// let config = redquorum::Config::default().with_release_notifications(false);

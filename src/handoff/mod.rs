@@ -2,12 +2,13 @@
 //! is released instead of sleeping out its retry delay.
 //!
 //! A release that deletes a key publishes the released value on the
-//! resource's channel, `{prefix}released:{resource}`, on each node where
-//! someone marked that it waits (`{prefix}waiting:{resource}`, set by
-//! `lock()` before it waits, with a TTL of a few retry delays): the RELEASE
-//! script checks the marker, so a release nobody waits for costs no
-//! `PUBLISH` (which scripts propagate, and which cost a quarter of a
-//! release's server work). A [`Redlock`](crate::Redlock) keeps one pub/sub connection per
+//! resource's channel, `{prefix}released:{resource}`, on each node where a
+//! waiter marked the lock: the clean-up of a `lock()` attempt that lost
+//! appends `+` to the holder's value (every script reads both as the same
+//! holder). The RELEASE script publishes only a marked value, so a release
+//! nobody waits for costs no `PUBLISH` and no extra call: a marker key
+//! checked on every release, or the channel passed along, measured as a
+//! quarter of the release's server work. A [`Redlock`](crate::Redlock) keeps one pub/sub connection per
 //! node, opened on the first wait, shared by all its waiters and driven by
 //! one background task per node. Waiters register an [`Interest`] in their
 //! resources: the channels with at least one waiter are the wanted set.

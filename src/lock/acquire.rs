@@ -50,7 +50,9 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
-    let mut marked = Marked::default();
+    // A failed attempt marks the locks it lost as awaited if this call
+    // may wait for them: their releases then announce themselves.
+    let mark = shared.marks(plan);
     if config.strict_checks() {
         super::require_checks(shared).await?;
     }
@@ -60,9 +62,11 @@ pub(crate) async fn acquire(
         let started = Instant::now();
         let outcome = async {
             match owner {
-                Some(owner) => attempt(shared, &resources, &keys, &ttl, Some(owner)).await,
-                None if plan.fencing => fenced::attempt(shared, &resources, &keys, &ttl).await,
-                None => attempt(shared, &resources, &keys, &ttl, None).await,
+                Some(owner) => attempt(shared, (&resources, &keys), &ttl, Some(owner), mark).await,
+                None if plan.fencing => {
+                    fenced::attempt(shared, (&resources, &keys), &ttl, mark).await
+                }
+                None => attempt(shared, (&resources, &keys), &ttl, None, mark).await,
             }
         }
         .instrument(span.clone())
@@ -114,10 +118,7 @@ pub(crate) async fn acquire(
             interest = Some(shared.handoff.interest(channels));
         }
         let woken = match &interest {
-            Some(interest) => {
-                marked.mark(shared, &resources, plan);
-                interest.wait_until(wake_at).await
-            }
+            Some(interest) => interest.wait_until(wake_at).await,
             None => {
                 tokio::time::sleep_until(wake_at).await;
                 false
@@ -127,57 +128,14 @@ pub(crate) async fn acquire(
     }
 }
 
-/// When this waiter last marked on the nodes that it waits.
-#[derive(Default)]
-struct Marked(Option<Instant>);
-
-impl Marked {
-    /// Marks on every node that someone waits for `resources`, unless done
-    /// recently: a release announces itself only while a marker lives. The
-    /// marker lives for two pauses and two node timeouts, at least a
-    /// second, and is set again once half of that has passed. Best effort,
-    /// in the background (each call bounded by the node timeout), so that
-    /// a slow node never delays the wait.
-    fn mark(&mut self, shared: &Arc<Shared>, resources: &[String], plan: &Plan) {
-        let pause = plan.retry_delay.saturating_add(plan.retry_jitter);
-        let lives = pause
-            .saturating_add(shared.config.node_timeout())
-            .saturating_mul(2)
-            .max(Duration::from_secs(1));
-        if self.0.is_some_and(|at| at.elapsed() < lives / 2) {
-            return;
-        }
-        self.0 = Some(Instant::now());
-        let millis = lives.as_millis().to_string();
-        let prefix = shared.config.key_prefix();
-        let requests: Vec<Request> = resources
-            .iter()
-            .map(|r| Request::mark_waiting(&keys::waiter_key(prefix, r), &millis))
-            .collect();
-        let nodes = Arc::clone(&shared.nodes);
-        let task = async move {
-            let calls = nodes.iter().flat_map(|node| {
-                requests
-                    .iter()
-                    .map(move |request| node.send_bounded::<redis::Value>(request))
-            });
-            for answer in futures_util::future::join_all(calls).await {
-                if let Err(e) = answer {
-                    tracing::debug!(outcome = %e.outcome(), "could not mark a waiter on a node");
-                }
-            }
-        };
-        shared.background.spawn(task.in_current_span());
-    }
-}
-
 /// One attempt with a fresh value; on failure everything is released.
+/// With `mark`, a failed attempt marks the locks it lost as awaited.
 async fn attempt(
     shared: &Arc<Shared>,
-    resources: &Arc<[String]>,
-    keys: &Arc<[String]>,
+    (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     owner: Option<&str>,
+    mark: bool,
 ) -> std::result::Result<Held, Failure> {
     let value: Arc<str> = match owner {
         Some(_) => value::hold_id().into(),
@@ -210,7 +168,7 @@ async fn attempt(
             resources, keys, value, None, ttl, start, gates,
         ));
     }
-    pending.release_failed().await;
+    pending.release_failed(mark).await;
     Err(Failure {
         reports: round.reports(&shared.nodes),
         validity_exhausted: round.decision == Decision::Won,

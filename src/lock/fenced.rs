@@ -52,11 +52,12 @@ pub(crate) fn next_tokens(
 }
 
 /// One fenced attempt with a fresh value; on failure everything is released.
+/// With `mark`, a failed attempt marks the locks it lost as awaited.
 pub(crate) async fn attempt(
     shared: &Arc<Shared>,
-    resources: &Arc<[String]>,
-    keys: &Arc<[String]>,
+    (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
+    mark: bool,
 ) -> Result<Held, Failure> {
     let prefix = shared.config.key_prefix();
     let all_keys: Arc<[String]> = keys
@@ -135,7 +136,7 @@ pub(crate) async fn attempt(
     } else if round.decision == Decision::Won {
         tracing::warn!(resource = %resources[0], "a node returned an unusable fence counter");
     }
-    pending.release_failed().await;
+    pending.release_failed(mark).await;
     Err(Failure {
         reports,
         validity_exhausted,

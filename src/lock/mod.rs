@@ -65,30 +65,33 @@ impl Shared {
         }
     }
 
-    /// Compare-and-delete of `keys` holding `value` on every node; with
-    /// `notify` (and release notifications on), each deleted key is
-    /// announced to the waiters of its resource. Chained after `after`.
+    /// Compare-and-delete of `keys` holding `value` on every node, chained
+    /// after `after`: a release ([`Ending::Release`], announced where a
+    /// waiter marked the lock) or the clean-up of a failed attempt
+    /// ([`Ending::Cleanup`], announced nowhere).
     pub(crate) async fn release_round(
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
         (leftover, after): (Leftover, &Gates),
-        notify: bool,
+        ending: Ending,
     ) -> Round {
-        let (mut channels, mut markers) = (Vec::new(), Vec::new());
-        if notify && self.config.release_notifications() {
-            let prefix = self.config.key_prefix();
-            for key in keys.iter() {
-                channels.push(crate::keys::channel_of_key(prefix, key));
-                markers.push(crate::keys::waiter_key_of_key(prefix, key));
-            }
-        }
-        let request = Arc::new(Request::release(keys, value, (&channels, &markers)));
+        let request = Arc::new(match ending {
+            Ending::Release => Request::release(keys, value),
+            Ending::Cleanup { mark } => Request::cleanup(keys, value, mark),
+        });
         self.fan_out("release", leftover, after, |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { node.vote(&request).await }
         })
         .await
+    }
+
+    /// Whether a failed attempt made as `plan` says marks the locks it lost
+    /// as awaited: when its `lock()` may wait for them with release
+    /// notifications.
+    pub(crate) fn marks(&self, plan: &crate::options::Plan) -> bool {
+        self.config.release_notifications() && (plan.retries > 0 || plan.give_up_at.is_some())
     }
 
     /// The restart guard, when it is on (every node has the same).
@@ -100,6 +103,20 @@ impl Shared {
     pub(crate) fn lock_key(&self, resource: &str) -> String {
         crate::keys::lock_key(self.config.key_prefix(), resource)
     }
+}
+
+/// How a lock's keys are deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The release of a held lock: announced if a waiter marked it.
+    Release,
+    /// The clean-up of a failed attempt: announced nowhere; with `mark`,
+    /// the locks it lost to others are marked as awaited (the attempt's
+    /// `lock()` waits for them with release notifications).
+    Cleanup {
+        /// Mark the locks held by others as awaited.
+        mark: bool,
+    },
 }
 
 /// The outcome of one failed attempt, kept for the error report.

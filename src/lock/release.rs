@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::{Held, Shared};
+use super::{Ending, Held, Shared};
 use crate::quorum::{Decision, Gates, Leftover, Round};
 use crate::spans::{self, End};
 
@@ -29,7 +29,12 @@ impl Held {
         let round = async {
             let last = self.next_round().await;
             shared
-                .release_round(&self.keys, &self.value, (Leftover::Finish, &last), true)
+                .release_round(
+                    &self.keys,
+                    &self.value,
+                    (Leftover::Finish, &last),
+                    Ending::Release,
+                )
                 .await
         }
         .instrument(span.clone())
@@ -80,7 +85,7 @@ pub(crate) fn spawn_release(
             let start = Instant::now();
             let after = before.await;
             let round = shared
-                .release_round(&keys, &value, (Leftover::Finish, &after), true)
+                .release_round(&keys, &value, (Leftover::Finish, &after), Ending::Release)
                 .await;
             finish(&span, &round, start);
         }
@@ -123,17 +128,17 @@ impl ReleaseOnDrop {
 
     /// Releases a failed attempt's keys on every node, waiting for each
     /// (a `SET` may have landed where no answer came), each after that
-    /// node's call of the attempt, then disarms. Announces nothing: contenders that split the
-    /// vote back off for their retry delay instead of waking each other in
-    /// a loop. Cancelled midway, the drop releases instead.
-    pub(crate) async fn release_failed(self) {
+    /// node's call of the attempt, then disarms. Announces nothing:
+    /// contenders that split the vote back off for their retry delay
+    /// instead of waking each other in a loop. With `mark` (the attempt's
+    /// `lock()` will wait with release notifications), the locks it lost
+    /// are marked as awaited, so that their releases announce themselves.
+    /// Cancelled midway, the drop releases instead.
+    pub(crate) async fn release_failed(self, mark: bool) {
+        let after = (Leftover::Wait, &self.gates);
+        let ending = Ending::Cleanup { mark };
         self.shared
-            .release_round(
-                &self.keys,
-                &self.value,
-                (Leftover::Wait, &self.gates),
-                false,
-            )
+            .release_round(&self.keys, &self.value, after, ending)
             .await;
         self.disarm();
     }

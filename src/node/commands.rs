@@ -10,8 +10,8 @@ use super::guard::{
     GUARDED_REENTRANT_ACQUIRE, Guard,
 };
 use super::scripts::{
-    ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE, RELEASE,
-    RESEED, extend_script, release_script,
+    ACQUIRE_ALL, CLEANUP, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE,
+    RELEASE, RESEED, extend_script, release_script,
 };
 use super::{NodeError, NodeResult};
 use crate::failure::{FailureKind, NodeFailure};
@@ -60,34 +60,29 @@ impl Request {
         }
     }
 
-    /// Compare-and-delete, publishing `value` on `channels[i]` once
-    /// `keys[i]` is deleted if someone waits (`markers[i]` exists); no
-    /// channels, no markers: announce nothing. Granted when every key held
-    /// our value and is gone (for a reentrant hold id: held the hold, which
-    /// is gone; holds announce nothing).
-    pub(crate) fn release(
-        keys: &[String],
-        value: &str,
-        (channels, markers): (&[String], &[String]),
-    ) -> Self {
+    /// Compare-and-delete that announces the release if someone waits (a
+    /// waiter marked our value). Granted when every key held our value and
+    /// is gone (for a reentrant hold id: held the hold, which is gone; holds
+    /// announce nothing).
+    pub(crate) fn release(keys: &[String], value: &str) -> Self {
         let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
         if is_hold_id(value) {
             return Request::script(release_script(value), keys, &[value], all);
         }
-        let mut args = Vec::with_capacity(1 + 2 * channels.len());
-        args.push(value);
-        for (channel, marker) in channels.iter().zip(markers) {
-            args.push(channel);
-            args.push(marker);
-        }
-        Request::script(&RELEASE, keys, &args, all)
+        Request::script(&RELEASE, keys, &[value], all)
     }
 
-    /// `SET marker 1 PX ttl`: someone waits for the lock `marker` belongs
-    /// to, so its releases are announced while the marker lives.
-    pub(crate) fn mark_waiting(marker: &str, ttl_ms: &str) -> Self {
-        let args = [marker, "1", "PX", ttl_ms];
-        Request::command(command("SET", args.into_iter()), Grant::NotNil)
+    /// The clean-up of a failed attempt: compare-and-delete that announces
+    /// nothing; with `mark`, the locks it lost are marked as awaited, so
+    /// that their holders' releases announce themselves. Granted as
+    /// [`release`](Self::release).
+    pub(crate) fn cleanup(keys: &[String], value: &str, mark: bool) -> Self {
+        let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
+        if is_hold_id(value) {
+            return Request::script(release_script(value), keys, &[value], all);
+        }
+        let mark = if mark { "1" } else { "0" };
+        Request::script(&CLEANUP, keys, &[value, mark], all)
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got

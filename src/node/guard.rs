@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::acl::{Lua, lua};
 use super::call::{Grant, Request};
-use super::scripts::{ACQUIRE_ALL_LUA, PRELUDE, REENTRANT_ACQUIRE_LUA};
+use super::scripts::{ACQUIRE_ALL_LUA, PRELUDE, REENTRANT_ACQUIRE_LUA, with_ours};
 use super::{Node, NodeError, NodeResult};
 
 /// What a node with the guard on needs to know: where its record is and
@@ -133,11 +133,12 @@ return counters
 /// each counter as written in the node's current trust period. KEYS and
 /// ARGV as there, then the record's key. No vote: no guard.
 pub(crate) static GUARDED_FENCE_WRITE_BACK: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 local guard_key = table.remove(KEYS)
 local n = #KEYS / 2
 for i = 1, n do
-  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
 local since = redis.call('hget', guard_key, 'since')
 for i = 1, n do
@@ -149,7 +150,8 @@ for i = 1, n do
   if since and since ~= '0' then redis.call('hset', guard_key, KEYS[n + i], since) end
 end
 return 1
-")
+",
+    )
 });
 
 /// Reads the guard's state without writing. KEYS[1]: the record,

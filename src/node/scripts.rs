@@ -30,33 +30,77 @@ end
 return 1
 ";
 
-/// Compare-and-delete, announcing each release to its waiters, if any.
+/// Lua: `ours(v)`, true when the stored value `v` is ours (ARGV[1]),
+/// marked or not. A waiter marks a lock it waits for by appending `+` to
+/// the holder's value ([`CLEANUP`]), so every script that compares the
+/// value accepts both.
+pub(crate) const OURS: &str = r"
+local function ours(v) return v == ARGV[1] or v == ARGV[1] .. '+' end
+";
+
+/// A script whose body may call `ours(v)`.
+pub(crate) fn with_ours(body: &str) -> Lua {
+    lua(&format!("{OURS}{body}"))
+}
+
+/// Compare-and-delete, announcing the release when someone waits.
 ///
-/// KEYS: the lock keys. ARGV[1]: our value; then, for each KEYS[i] (all
-/// or none), ARGV[2i]: the channel on which to publish our value once
-/// KEYS[i] is deleted, and ARGV[2i + 1]: its waiter marker. It publishes
-/// only if the marker exists (someone waits; an empty channel: never), so
-/// a release nobody waits for costs no `PUBLISH`.
-/// Deletes each key that holds our value; returns how many it deleted.
-/// The marker is not among KEYS, and `EXISTS` and `PUBLISH` run under
-/// `pcall`: a user whose ACL allows only the lock keys still releases (and
-/// announces nothing).
+/// KEYS: the lock keys. ARGV[1]: our value.
+/// Deletes each key that holds our value; returns how many it deleted. A
+/// deleted value that a waiter marked (`+` appended) is published on the
+/// resource's channel: `{prefix}released:{resource}` for the key
+/// `{prefix}lock:{resource}` (the first `lock:` in the key ends the
+/// prefix: a prefix may not contain it, and no end of `lock:` starts it).
+/// A release nobody waits for costs no `PUBLISH` and no extra call.
+/// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still
+/// releases.
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 local deleted_keys = 0
 for i = 1, #KEYS do
-  if redis.pcall('get', KEYS[i]) == ARGV[1] then
-    local deleted = redis.call('del', KEYS[i])
-    deleted_keys = deleted_keys + deleted
-    local channel, marker = ARGV[2 * i], ARGV[2 * i + 1]
-    if deleted == 1 and channel and channel ~= '' and marker
-      and redis.pcall('exists', marker) == 1 then
+  local v = redis.pcall('get', KEYS[i])
+  if ours(v) then
+    deleted_keys = deleted_keys + redis.call('del', KEYS[i])
+    if v ~= ARGV[1] then
+      local s, e = string.find(KEYS[i], 'lock:', 1, true)
+      local channel = string.sub(KEYS[i], 1, s - 1) .. 'released:' .. string.sub(KEYS[i], e + 1)
       redis.pcall('publish', channel, ARGV[1])
     end
   end
 end
 return deleted_keys
-")
+",
+    )
+});
+
+/// The clean-up of a failed attempt: compare-and-delete that announces
+/// nothing, and marks the locks it lost as awaited.
+///
+/// KEYS: the lock keys. ARGV[1]: our value; ARGV[2]: `1` to mark.
+/// Deletes each key that holds our value (where the attempt won); with
+/// ARGV[2] = `1`, appends `+` to each other lock value of this version (its
+/// first digit an uppercase letter: see `value::fresh_labelled`) not yet
+/// marked (its holder's release then announces itself: someone waits).
+/// Values of earlier versions, or of other software, are left as they are.
+/// Returns how many keys it deleted. `APPEND` runs under `pcall`: a node whose ACL
+/// forbids it still cleans up (its releases just stay quiet).
+pub(crate) static CLEANUP: LazyLock<Lua> = LazyLock::new(|| {
+    with_ours(
+        r"
+local deleted_keys = 0
+for i = 1, #KEYS do
+  local v = redis.pcall('get', KEYS[i])
+  if ours(v) then
+    deleted_keys = deleted_keys + redis.call('del', KEYS[i])
+  elseif ARGV[2] == '1' and type(v) == 'string' and string.find(v, '^[A-F]')
+    and string.sub(v, -1) ~= '+' then
+    redis.pcall('append', KEYS[i], '+')
+  end
+end
+return deleted_keys
+",
+    )
 });
 
 /// Compare-and-pexpire. Never creates a key.
@@ -65,15 +109,17 @@ return deleted_keys
 /// Returns 1 when every key holds our value and got the new TTL, 0 when any
 /// key is missing or not ours (nothing is changed then).
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 for i = 1, #KEYS do
-  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
 for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-")
+",
+    )
 });
 
 /// Compare-and-pexpire that tells a missing key from a foreign one.
@@ -83,13 +129,14 @@ return 1
 /// key holds another value; -1 when no key is foreign but some are missing
 /// (a restarted node). Nothing is changed unless it returns 1.
 pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 local missing = false
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
   if v == false then
     missing = true
-  elseif v ~= ARGV[1] then
+  elseif not ours(v) then
     return 0
   end
 end
@@ -98,7 +145,8 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-")
+",
+    )
 });
 
 /// Re-seeds a lock on a node that lost it (restarted empty), once the lock
@@ -109,10 +157,11 @@ return 1
 /// sets each missing key (`SET NX PX`), gives the TTL to those already
 /// ours, and returns 1.
 pub(crate) static RESEED: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
-  if v ~= false and v ~= ARGV[1] then return 0 end
+  if v ~= false and not ours(v) then return 0 end
 end
 for i = 1, #KEYS do
   if not redis.call('set', KEYS[i], ARGV[1], 'nx', 'px', ARGV[2]) then
@@ -120,7 +169,8 @@ for i = 1, #KEYS do
   end
 end
 return 1
-")
+",
+    )
 });
 
 // Fencing tokens (see `lock::fenced`).
@@ -160,10 +210,11 @@ return counters
 /// missing or not ours (nothing is written then). Counters are compared as
 /// decimal strings (length, then digits), exact over the whole `u64` range.
 pub(crate) static FENCE_WRITE_BACK: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    with_ours(
+        r"
 local n = #KEYS / 2
 for i = 1, n do
-  if redis.pcall('get', KEYS[i]) ~= ARGV[1] then return 0 end
+  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
 for i = 1, n do
   local c = redis.call('get', KEYS[n + i])
@@ -173,7 +224,8 @@ for i = 1, n do
   end
 end
 return 1
-")
+",
+    )
 });
 
 // Reentrant holds.
@@ -370,7 +422,7 @@ mod acl_docs {
         let allowed: Vec<String> = feature.iter().flat_map(|f| documented(f)).collect();
         for script in scripts {
             for call in script.calls() {
-                if call == "publish" {
+                if call == "publish" || call == "append" {
                     continue; // allowed to fail: the notifications line
                 }
                 assert!(
@@ -383,7 +435,14 @@ mod acl_docs {
 
     #[test]
     fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
-        let core: [&Lua; 5] = [&ACQUIRE_ALL, &RELEASE, &EXTEND, &EXTEND_OR_MISSING, &RESEED];
+        let core: [&Lua; 6] = [
+            &ACQUIRE_ALL,
+            &RELEASE,
+            &CLEANUP,
+            &EXTEND,
+            &EXTEND_OR_MISSING,
+            &RESEED,
+        ];
         assert_documented(&["core"], &core);
         assert_documented(&["core"], &[&FENCED_ACQUIRE, &FENCE_WRITE_BACK]);
         assert_documented(
