@@ -75,10 +75,7 @@ impl LockGuard {
         self.held.resource()
     }
 
-    /// The random value that marks this holder on every node: 40 hex digits
-    /// (158.6 bits of randomness), the first an uppercase letter `A`-`F`
-    /// (it tells waiters that this holder reads their mark), then the
-    /// holder label, if any, after a `.`.
+    /// This holder's random value: 40 hex digits, the first `A`-`F`, then `.label` if any.
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {

@@ -3,8 +3,8 @@
 //! A distributed lock that survives the loss of Redis nodes: the Redlock
 //! algorithm over N independent Redis masters, done carefully.
 //!
-//! A [`Redlock`] sends `SET key value NX PX ttl` to every node at once, each
-//! call bounded by its own timeout, and decides as soon as a quorum
+//! A [`Redlock`] sends `SET key value NX PX ttl` to every node at once, the
+//! round bounded by the node timeout, and decides as soon as a quorum
 //! (`N/2 + 1` by default) has granted the lock, or as soon as a quorum has
 //! become impossible: a slow or hung node never holds up the answer. The
 //! lock is then valid for the TTL minus the time the round took minus a

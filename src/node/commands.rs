@@ -9,9 +9,9 @@ use super::guard::{
     GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
     GUARDED_REENTRANT_ACQUIRE, Guard,
 };
+use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
 use super::scripts::{
-    ACQUIRE_ALL, CLEANUP, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, REENTRANT_ACQUIRE,
-    RELEASE, RESEED, extend_script, release_script,
+    ACQUIRE_ALL, CLEANUP, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };
 use super::{NodeError, NodeResult};
 use crate::failure::{FailureKind, NodeFailure};

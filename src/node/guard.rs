@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use super::acl::{Lua, lua};
 use super::call::{Grant, Request};
-use super::scripts::{ACQUIRE_ALL_LUA, PRELUDE, REENTRANT_ACQUIRE_LUA, with_ours};
+use super::reentrant::{PRELUDE, REENTRANT_ACQUIRE_LUA};
+use super::scripts::{ACQUIRE_ALL_LUA, with_ours};
 use super::{Node, NodeError, NodeResult};
 
 /// What a node with the guard on needs to know: where its record is and

@@ -3,10 +3,13 @@
 //! scripts in [`scripts`].
 
 pub(crate) mod acl;
+#[cfg(test)]
+mod acl_docs;
 pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod guard;
 pub(crate) mod observe;
+pub(crate) mod reentrant;
 pub(crate) mod scripts;
 mod tls;
 

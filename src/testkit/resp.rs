@@ -121,8 +121,8 @@ fn ttl_argument(sha: &str) -> Option<usize> {
             (crate::node::scripts::EXTEND_OR_MISSING.get_hash(), 1),
             (crate::node::scripts::RESEED.get_hash(), 1),
             (crate::node::scripts::FENCED_ACQUIRE.get_hash(), 1),
-            (crate::node::scripts::REENTRANT_ACQUIRE.get_hash(), 2),
-            (crate::node::scripts::REENTRANT_EXTEND.get_hash(), 1),
+            (crate::node::reentrant::REENTRANT_ACQUIRE.get_hash(), 2),
+            (crate::node::reentrant::REENTRANT_EXTEND.get_hash(), 1),
         ]
     });
     TTL_SCRIPTS
