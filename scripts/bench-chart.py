@@ -35,7 +35,8 @@ SCENARIOS = [
     ("contended/16-tasks", "hand-off, 16 tasks on 1 resource", "ours"),
 ]
 
-# Peer rows (scenario name in the peers JSON) drawn next to ours.
+# Peer rows (scenario name in the peers JSON): both bars of such a row come
+# from the peers run, so that ours and rslock's are measured alike.
 PEER_ROWS = {
     "acquire+release latency (1 task)": "uncontended/acquire+release",
     "extend latency": "uncontended/extend",
@@ -62,7 +63,7 @@ def load_peers(path):
     for row in rows:
         bench_id = PEER_ROWS.get(row["scenario"])
         if bench_id and row["unit"] == "us":
-            out[bench_id] = row["peer"] * 1000.0
+            out[bench_id] = (row["ours"] * 1000.0, row["peer"] * 1000.0)
     return out
 
 
@@ -128,7 +129,8 @@ def main():
             continue
         series = [(role, ns)]
         if bench_id in peers:
-            series.append(("peer", peers[bench_id]))
+            ours, peer = peers[bench_id]
+            series = [(role, ours), ("peer", peer)]
         bars.append((label, series))
         print(f"{bench_id:34} {fmt(ns):>10}"
               + (f"  ({ns / floor:.2f}x floor)" if floor and role != "floor" else ""))
