@@ -523,26 +523,7 @@ fn metrics_cost(c: &mut Criterion, direct: &[String]) {
     });
     group.finish();
     let samples = samples.into_inner();
-    let mut ratios: Vec<f64> = samples
-        .iter()
-        .filter(|(_, without, _)| !without.is_zero())
-        .map(|(with, without, _)| with.as_secs_f64() / without.as_secs_f64())
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let (with, without, pairs) = samples.iter().fold((0.0, 0.0, 0), |(w, o, n), s| {
-        (w + s.0.as_secs_f64(), o + s.1.as_secs_f64(), n + s.2)
-    });
-    if let Some(median) = ratios.get(ratios.len() / 2) {
-        eprintln!(
-            "metrics/paired: {} samples, {pairs} pairs of each kind; per pair {:.1} us with the \
-             Prometheus recorder, {:.1} us without; median of the per-sample ratios {median:.4}, \
-             ratio of the totals {:.4}",
-            ratios.len(),
-            with / pairs as f64 * 1e6,
-            without / pairs as f64 * 1e6,
-            with / without
-        );
-    }
+    report_paired("metrics", "the Prometheus recorder", &samples);
     // Nothing to check when a filter left the group out.
     if samples.iter().any(|(with, _, _)| !with.is_zero()) {
         let text = handle.render();
@@ -590,7 +571,13 @@ fn guard_cost(c: &mut Criterion, direct: &[String], rt: &Runtime) {
         b.iter_custom(|iters| alternating(iters, true));
     });
     group.finish();
-    let samples = samples.into_inner();
+    report_paired("guard", "the restart guard", &samples.into_inner());
+}
+
+/// Prints `{group}/paired`: per pair with and without `what`, the median
+/// of the per-sample ratios and the ratio of the totals, from samples of
+/// (time with, time without, pairs of each kind).
+fn report_paired(group: &str, what: &str, samples: &[(Duration, Duration, u64)]) {
     let mut ratios: Vec<f64> = samples
         .iter()
         .filter(|(_, without, _)| !without.is_zero())
@@ -602,9 +589,9 @@ fn guard_cost(c: &mut Criterion, direct: &[String], rt: &Runtime) {
     });
     if let Some(median) = ratios.get(ratios.len() / 2) {
         eprintln!(
-            "guard/paired: {} samples, {pairs} pairs of each kind; per pair {:.1} us with the \
-             restart guard, {:.1} us without; median of the per-sample ratios {median:.4}, \
-             ratio of the totals {:.4}",
+            "{group}/paired: {} samples, {pairs} pairs of each kind; per pair {:.1} us with \
+             {what}, {:.1} us without; median of the per-sample ratios {median:.4}, ratio of \
+             the totals {:.4}",
             ratios.len(),
             with / pairs as f64 * 1e6,
             without / pairs as f64 * 1e6,

@@ -68,7 +68,7 @@ pub(crate) fn fresh_labelled(label: Option<&str>) -> String {
 }
 
 /// Appended to a plain lock value by a waiter: its release announces
-/// itself (see `node::scripts::CLEANUP`).
+/// itself (see `node::scripts::RELEASE`).
 pub(crate) const AWAITED: char = '+';
 
 /// The holder label in a stored plain value, if it carries one (without a

@@ -37,6 +37,15 @@ fn subscribers(url: &str, channel: &str) -> i64 {
     }
 }
 
+/// Waits until a waiter of `resource` has subscribed on every node.
+async fn assert_subscribed(urls: &[String], resource: &str) {
+    let subscribed = eventually(Duration::from_secs(5), || {
+        urls.iter().all(|u| subscribers(u, &channel(resource)) == 1)
+    })
+    .await;
+    assert!(subscribed, "the waiter never subscribed on every node");
+}
+
 fn channel(resource: &str) -> String {
     format!("redquorum:released:{resource}")
 }
@@ -64,12 +73,7 @@ async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
     let guard = hold(&redlock, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     // The waiter has failed once and subscribed on every node.
-    let subscribed = eventually(Duration::from_secs(5), || {
-        urls.iter()
-            .all(|u| subscribers(u, &channel(&resource)) == 1)
-    })
-    .await;
-    assert!(subscribed, "the waiter never subscribed on every node");
+    assert_subscribed(&urls, &resource).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let released_at = Instant::now();
     guard.release().await.expect("release");
@@ -359,12 +363,7 @@ async fn a_release_publishes_only_when_someone_waits() {
     let resource = unique("awaited");
     let guard = hold(&redlock, &resource).await;
     let waiter = wait_for(&redlock, &resource);
-    let subscribed = eventually(Duration::from_secs(5), || {
-        urls.iter()
-            .all(|u| subscribers(u, &channel(&resource)) == 1)
-    })
-    .await;
-    assert!(subscribed, "the waiter never subscribed on every node");
+    assert_subscribed(&urls, &resource).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     guard.release().await.expect("release");
     let (result, _) = waiter.await.expect("waiter task");
@@ -424,12 +423,7 @@ async fn a_waiter_leaves_a_lock_value_of_an_earlier_version_as_it_is() {
         set(url, &key(&resource), older, Duration::from_secs(10));
     }
     let waiter = wait_for(&redlock, &resource);
-    let subscribed = eventually(Duration::from_secs(5), || {
-        urls.iter()
-            .all(|u| subscribers(u, &channel(&resource)) == 1)
-    })
-    .await;
-    assert!(subscribed, "the waiter never subscribed on every node");
+    assert_subscribed(&urls, &resource).await;
     // Several failed attempts later, the value is still the holder's own.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for url in &urls {

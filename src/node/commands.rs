@@ -11,7 +11,7 @@ use super::guard::{
 };
 use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
 use super::scripts::{
-    ACQUIRE_ALL, CLEANUP, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
+    ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };
 use super::{NodeError, NodeResult};
 use crate::failure::{FailureKind, NodeFailure};
@@ -82,7 +82,7 @@ impl Request {
             return Request::script(release_script(value), keys, &[value], all);
         }
         let mark = if mark { "1" } else { "0" };
-        Request::script(&CLEANUP, keys, &[value, mark], all)
+        Request::script(&RELEASE, keys, &[value, mark], all)
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got

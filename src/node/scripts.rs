@@ -32,8 +32,8 @@ return 1
 
 /// Lua: `ours(v)`, true when the stored value `v` is ours (ARGV[1]),
 /// marked or not. A waiter marks a lock it waits for by appending `+` to
-/// the holder's value ([`CLEANUP`]), so every script that compares the
-/// value accepts both.
+/// the holder's value (the clean-up of [`RELEASE`]), so every script that
+/// compares the value accepts both.
 pub(crate) const OURS: &str = r"
 local function ours(v) return v == ARGV[1] or v == ARGV[1] .. '+' end
 ";
@@ -43,17 +43,27 @@ pub(crate) fn with_ours(body: &str) -> Lua {
     lua(&format!("{OURS}{body}"))
 }
 
-/// Compare-and-delete, announcing the release when someone waits.
+/// Compare-and-delete: the release of a held lock, announced when someone
+/// waits, or the clean-up of a failed attempt, announced never.
 ///
-/// KEYS: the lock keys. ARGV[1]: our value.
-/// Deletes each key that holds our value; returns how many it deleted. A
-/// deleted value that a waiter marked (`+` appended) is published on the
-/// resource's channel: `{prefix}released:{resource}` for the key
-/// `{prefix}lock:{resource}` (the first `lock:` in the key ends the
+/// KEYS: the lock keys. ARGV[1]: our value; ARGV[2]: absent for a release,
+/// `0` for a clean-up, `1` for a clean-up that marks.
+/// Deletes each key that holds our value; returns how many it deleted.
+///
+/// A release publishes each deleted value that a waiter marked (`+`
+/// appended) on the resource's channel: `{prefix}released:{resource}` for
+/// the key `{prefix}lock:{resource}` (the first `lock:` in the key ends the
 /// prefix: a prefix may not contain it, and no end of `lock:` starts it).
 /// A release nobody waits for costs no `PUBLISH` and no extra call.
-/// `PUBLISH` runs under `pcall`: a node whose ACL forbids it still
-/// releases.
+///
+/// A clean-up that marks appends `+` to each other lock value of this
+/// version (its first digit an uppercase letter: see
+/// `value::fresh_labelled`) not yet marked: the attempt's `lock()` waits,
+/// so that holder's release will announce itself. Values of earlier
+/// versions, or of other software, are left as they are.
+///
+/// `PUBLISH` and `APPEND` run under `pcall`: a node whose ACL forbids them
+/// still releases (and announces nothing).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
     with_ours(
         r"
@@ -62,37 +72,11 @@ for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
   if ours(v) then
     deleted_keys = deleted_keys + redis.call('del', KEYS[i])
-    if v ~= ARGV[1] then
+    if v ~= ARGV[1] and not ARGV[2] then
       local s, e = string.find(KEYS[i], 'lock:', 1, true)
       local channel = string.sub(KEYS[i], 1, s - 1) .. 'released:' .. string.sub(KEYS[i], e + 1)
       redis.pcall('publish', channel, ARGV[1])
     end
-  end
-end
-return deleted_keys
-",
-    )
-});
-
-/// The clean-up of a failed attempt: compare-and-delete that announces
-/// nothing, and marks the locks it lost as awaited.
-///
-/// KEYS: the lock keys. ARGV[1]: our value; ARGV[2]: `1` to mark.
-/// Deletes each key that holds our value (where the attempt won); with
-/// ARGV[2] = `1`, appends `+` to each other lock value of this version (its
-/// first digit an uppercase letter: see `value::fresh_labelled`) not yet
-/// marked (its holder's release then announces itself: someone waits).
-/// Values of earlier versions, or of other software, are left as they are.
-/// Returns how many keys it deleted. `APPEND` runs under `pcall`: a node whose ACL
-/// forbids it still cleans up (its releases just stay quiet).
-pub(crate) static CLEANUP: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
-local deleted_keys = 0
-for i = 1, #KEYS do
-  local v = redis.pcall('get', KEYS[i])
-  if ours(v) then
-    deleted_keys = deleted_keys + redis.call('del', KEYS[i])
   elseif ARGV[2] == '1' and type(v) == 'string' and string.find(v, '^[A-F]')
     and string.sub(v, -1) ~= '+' then
     redis.pcall('append', KEYS[i], '+')
