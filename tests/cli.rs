@@ -220,6 +220,13 @@ fn fail_after_cleanup(child: &mut Child, command_pid: u32, why: &str) -> ! {
     panic!("{why}");
 }
 
+/// Kills node `index` of `nodes` (a test set-up step: a failure panics).
+fn kill(nodes: &LocalCluster, index: usize) {
+    if let Err(e) = nodes.kill(index) {
+        panic!("kill node {index}: {e}");
+    }
+}
+
 fn run_args(command: &mut Command, resource: &str, extra: &[&str], cmd: &[&str]) {
     command
         .args(["run", "--resource", resource])
@@ -378,9 +385,7 @@ fn losing_a_majority_of_nodes_sends_sigterm_and_exits_with_the_lock_lost_code() 
     let line = first_line(&mut child);
     assert_eq!(line, "up", "{}", stderr(&mut child));
     for i in 0..3 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     let status = wait(&mut child, HANG);
     let err = stderr(&mut child);
@@ -423,9 +428,7 @@ fn sigint_to_redquorum_is_passed_on_to_the_command_and_the_lock_released() {
 fn a_run_exits_69_and_says_so_even_when_quiet_when_a_majority_of_nodes_is_down() {
     let nodes = cluster(5);
     for i in 0..3 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     for flags in [
         &["--no-wait"][..],
@@ -530,9 +533,7 @@ fn check_exits_0_when_healthy_80_with_a_minority_down_and_69_without_a_quorum() 
     assert!(out.contains("3 ok"), "{out}");
     assert_eq!(out.matches(" master ").count(), 3, "{out}");
 
-    if let Err(e) = nodes.kill(2) {
-        panic!("kill: {e}");
-    }
+    kill(&nodes, 2);
     let mut check = redquorum(&nodes.urls());
     check.arg("check");
     let (code, out, err) = output(check);
@@ -544,9 +545,7 @@ fn check_exits_0_when_healthy_80_with_a_minority_down_and_69_without_a_quorum() 
     );
     assert!(out.contains("locks can be acquired"), "{out}");
 
-    if let Err(e) = nodes.kill(1) {
-        panic!("kill: {e}");
-    }
+    kill(&nodes, 1);
     let mut check = redquorum(&nodes.urls());
     check.arg("check");
     let (code, out, err) = output(check);
@@ -646,9 +645,7 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let mut child = spawn(command);
     assert_eq!(first_line(&mut child), "up");
     for i in 0..2 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     let status = wait(&mut child, HANG);
     let err = stderr(&mut child);
@@ -795,9 +792,7 @@ fn a_grandchild_that_ignores_sigterm_is_killed_when_the_lock_is_lost() {
         .parse()
         .unwrap_or_else(|_| panic!("grandchild pid {line:?}: {}", stderr(&mut child)));
     for i in 0..2 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     let status = wait(&mut child, HANG);
     let survived = running(grandchild);
@@ -1186,9 +1181,7 @@ fn check_json_gives_each_node_and_the_verdict_with_its_exit_code() {
         assert!(problems.iter().all(|p| p["message"].is_string()), "{node}");
     }
 
-    if let Err(e) = nodes.kill(2) {
-        panic!("kill: {e}");
-    }
+    kill(&nodes, 2);
     let (code, out, err) = check();
     assert_eq!(code, Some(DEGRADED), "{out}{err}");
     let v = json(&out);
@@ -1210,9 +1203,7 @@ fn check_json_gives_each_node_and_the_verdict_with_its_exit_code() {
     assert_eq!(dead["problems"][0]["kind"], "unreachable", "{dead}");
     assert_eq!(dead["problems"][0]["warning"], false, "{dead}");
 
-    if let Err(e) = nodes.kill(1) {
-        panic!("kill: {e}");
-    }
+    kill(&nodes, 1);
     let (code, out, err) = check();
     assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
     let v = json(&out);
@@ -1348,9 +1339,7 @@ fn status_json_gives_the_holder_ttl_and_counter_and_69_when_too_few_answer() {
     }
 
     for i in 0..3 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     let (code, out, err) = status_json();
     assert_eq!(code, Some(EX_UNAVAILABLE), "{out}{err}");
@@ -1691,9 +1680,7 @@ fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
 
     // 3 of 5 nodes down: the job cannot run, and cron must mail why.
     for i in 0..3 {
-        if let Err(e) = nodes.kill(i) {
-            panic!("kill node {i}: {e}");
-        }
+        kill(&nodes, i);
     }
     let mut host = cron();
     let status = wait(&mut host, HANG);
@@ -1803,9 +1790,7 @@ fn init_wants_confirmation_then_lets_guarded_nodes_vote_at_once_and_exits_80_wit
     let (_, out, _) = guarded(&["status", "--resource", resource.as_str()]);
     assert!(out.contains("no vote for"), "{out}");
 
-    if let Err(e) = nodes.kill(2) {
-        panic!("kill: {e}");
-    }
+    kill(&nodes, 2);
     let (code, out, err) = guarded(&["init", "--no-lock-is-live"]);
     assert_eq!(code, Some(DEGRADED), "{out}{err}");
     assert!(out.contains("not marked"), "{out}");

@@ -143,18 +143,14 @@ async fn attempt(
     };
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
-    let request = Arc::new(match owner {
+    let request = match owner {
         Some(owner) => {
             Request::acquire_reentrant(keys, (owner, &value), &ttl.millis, shared.guard())
         }
         None => Request::acquire(keys, &value, &ttl.millis, shared.guard()),
-    });
-    let mut round = shared
-        .fan_out("acquire", Leftover::Finish, &Gates::default(), |node| {
-            let (node, request) = (Arc::clone(node), Arc::clone(&request));
-            async move { node.vote(&request).await }
-        })
-        .await;
+    };
+    let after = (Leftover::Finish, &Gates::default());
+    let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
     let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)

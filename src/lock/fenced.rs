@@ -96,22 +96,13 @@ pub(crate) async fn attempt(
     };
     if let Some(tokens) = tokens {
         let args: Vec<String> = tokens.iter().map(u64::to_string).collect();
-        let request = Arc::new(Request::fence_write_back(
-            &all_keys,
-            &value,
-            &args,
-            shared.guard(),
-        ));
+        let request = Request::fence_write_back(&all_keys, &value, &args, shared.guard());
         // To every node, not only those that granted: where a late acquire
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
         // writes nothing.
-        let mut written = shared
-            .fan_out("fence", Leftover::Finish, &pending.gates, |node| {
-                let (node, request) = (Arc::clone(node), Arc::clone(&request));
-                async move { node.vote(&request).await }
-            })
-            .await;
+        let after = (Leftover::Finish, &pending.gates);
+        let mut written = shared.vote_round("fence", after, request).await;
         // The write-back calls follow phase 1's on each node.
         pending.gates = std::mem::take(&mut written.gates);
         let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)

@@ -76,11 +76,23 @@ impl Shared {
         (leftover, after): (Leftover, &Gates),
         ending: Ending,
     ) -> Round {
-        let request = Arc::new(match ending {
+        let request = match ending {
             Ending::Release => Request::release(keys, value),
             Ending::Cleanup { mark } => Request::cleanup(keys, value, mark),
-        });
-        self.fan_out("release", leftover, after, |node| {
+        };
+        self.vote_round("release", (leftover, after), request).await
+    }
+
+    /// One round of `request` on every node, each reply read as a vote by
+    /// the request's grant; chained after `after`.
+    pub(crate) async fn vote_round(
+        &self,
+        op: &'static str,
+        (leftover, after): (Leftover, &Gates),
+        request: Request,
+    ) -> Round {
+        let request = Arc::new(request);
+        self.fan_out(op, leftover, after, |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { node.vote(&request).await }
         })

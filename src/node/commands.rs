@@ -65,11 +65,7 @@ impl Request {
     /// is gone (for a reentrant hold id: held the hold, which is gone; holds
     /// announce nothing).
     pub(crate) fn release(keys: &[String], value: &str) -> Self {
-        let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
-        if is_hold_id(value) {
-            return Request::script(release_script(value), keys, &[value], all);
-        }
-        Request::script(&RELEASE, keys, &[value], all)
+        Request::delete(keys, value, None)
     }
 
     /// The clean-up of a failed attempt: compare-and-delete that announces
@@ -77,12 +73,17 @@ impl Request {
     /// that their holders' releases announce themselves. Granted as
     /// [`release`](Self::release).
     pub(crate) fn cleanup(keys: &[String], value: &str, mark: bool) -> Self {
+        Request::delete(keys, value, Some(if mark { "1" } else { "0" }))
+    }
+
+    /// [`release`](Self::release), or with `cleanup` (`RELEASE`'s ARGV[2])
+    /// a clean-up. Reentrant holds take no such argument.
+    fn delete(keys: &[String], value: &str, cleanup: Option<&str>) -> Self {
         let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
-        if is_hold_id(value) {
-            return Request::script(release_script(value), keys, &[value], all);
+        match cleanup.filter(|_| !is_hold_id(value)) {
+            Some(cleanup) => Request::script(&RELEASE, keys, &[value, cleanup], all),
+            None => Request::script(release_script(value), keys, &[value], all),
         }
-        let mark = if mark { "1" } else { "0" };
-        Request::script(&RELEASE, keys, &[value, mark], all)
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got

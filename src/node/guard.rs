@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::acl::{Lua, lua};
 use super::call::{Grant, Request};
 use super::reentrant::{PRELUDE, REENTRANT_ACQUIRE_LUA};
-use super::scripts::{ACQUIRE_ALL_LUA, with_ours};
+use super::scripts::{ACQUIRE_ALL_LUA, FENCE_WRITE_BACK_LUA, with_ours};
 use super::{Node, NodeError, NodeResult};
 
 /// What a node with the guard on needs to know: where its record is and
@@ -134,25 +134,15 @@ return counters
 /// each counter as written in the node's current trust period. KEYS and
 /// ARGV as there, then the record's key. No vote: no guard.
 pub(crate) static GUARDED_FENCE_WRITE_BACK: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
+    with_ours(&format!(
         r"
 local guard_key = table.remove(KEYS)
-local n = #KEYS / 2
-for i = 1, n do
-  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
-end
 local since = redis.call('hget', guard_key, 'since')
-for i = 1, n do
-  local c = redis.call('get', KEYS[n + i])
-  local t = ARGV[1 + i]
-  if not c or #c < #t or (#c == #t and c < t) then
-    redis.call('set', KEYS[n + i], t)
-  end
-  if since and since ~= '0' then redis.call('hset', guard_key, KEYS[n + i], since) end
+local function raised(i)
+  if since and since ~= '0' then redis.call('hset', guard_key, KEYS[#KEYS / 2 + i], since) end
 end
-return 1
-",
-    )
+{FENCE_WRITE_BACK_LUA}"
+    ))
 });
 
 /// Reads the guard's state without writing. KEYS[1]: the record,

@@ -194,8 +194,15 @@ return counters
 /// missing or not ours (nothing is written then). Counters are compared as
 /// decimal strings (length, then digits), exact over the whole `u64` range.
 pub(crate) static FENCE_WRITE_BACK: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+    with_ours(&format!(
+        "local function raised(i) end\n{FENCE_WRITE_BACK_LUA}"
+    ))
+});
+
+/// The body of [`FENCE_WRITE_BACK`]: after counter i is at least its token
+/// it calls `raised(i)`, which the script defines before it (the restart
+/// guard's version records the trust period there).
+pub(crate) const FENCE_WRITE_BACK_LUA: &str = r"
 local n = #KEYS / 2
 for i = 1, n do
   if not ours(redis.pcall('get', KEYS[i])) then return 0 end
@@ -206,8 +213,7 @@ for i = 1, n do
   if not c or #c < #t or (#c == #t and c < t) then
     redis.call('set', KEYS[n + i], t)
   end
+  raised(i)
 end
 return 1
-",
-    )
-});
+";
