@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use redquorum::{Config, Redlock};
 use rslock::LockManager;
 
+use crate::floor::{self, Floor, Raw};
+
 pub const TTL: Duration = Duration::from_secs(10);
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -42,11 +44,13 @@ pub fn peer(urls: &[String]) -> Lib {
     Lib::Peer(Arc::new(LockManager::new(urls.to_vec())))
 }
 
-/// One library under test.
+/// One library under test, or one of the floors (sequential pairs only).
 #[derive(Clone)]
 pub enum Lib {
     Ours(Redlock),
     Peer(Arc<LockManager>),
+    Floor(Arc<Floor>),
+    Raw(Arc<Raw>),
 }
 
 impl Lib {
@@ -70,6 +74,15 @@ impl Lib {
                 m.unlock(&lock).await;
                 (acquired - start, acquired.elapsed())
             }
+            // The floors' pairs are not split into acquire and release.
+            Lib::Floor(f) => {
+                f.pair(resource, floor::VALUE).await;
+                (start.elapsed(), Duration::ZERO)
+            }
+            Lib::Raw(r) => {
+                r.pair(resource, floor::VALUE).await;
+                (start.elapsed(), Duration::ZERO)
+            }
         }
     }
 
@@ -80,10 +93,12 @@ impl Lib {
         }
     }
 
-    /// Mean time of one `extend` of a held lock, over `n` calls.
+    /// Mean time of one `extend` of a held lock, over `n` calls (zero for
+    /// the floors, which have no extend).
     pub async fn extends(&self, n: u32) -> Duration {
         let resource = fresh("extend");
         match self {
+            Lib::Floor(_) | Lib::Raw(_) => Duration::ZERO,
             Lib::Ours(r) => {
                 let mut guard = r
                     .try_lock(&resource, TTL)

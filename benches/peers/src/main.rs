@@ -13,8 +13,12 @@
 //! the time per library and scenario, spread over the rounds.
 //!
 //! Scenarios:
-//! - sequential: one task, acquire+release pairs on one resource (pair
-//!   latency, release latency, pairs/s);
+//! - sequential: one spawned task, acquire+release pairs on one resource
+//!   (pair latency, release latency, pairs/s). The two floors of
+//!   `floor.rs` run it too, in the same rounds: a hand-written fan-out on
+//!   redis-rs connections and the same bytes on raw sockets, printed
+//!   under the table with their ratio to rslock (what any client on those
+//!   connections could reach);
 //! - throughput: 64 tasks on distinct resources (pairs/s, client CPU per
 //!   pair from `/proc/self/stat`);
 //! - extend latency of a held lock;
@@ -24,7 +28,7 @@
 //!   healthy figures of the same round. Local nodes only (skipped with
 //!   `REDLOCK_NODES`);
 //! - contended: 16 workers, one resource, each looping {waiting `lock()`,
-//!   hold 1 ms, release} for `--contended-secs` per round and library
+//!   hold 1 ms of blocking work, release} for `--contended-secs` per round and library
 //!   (default 10 s x secs / 3); acquisitions/s and fairness (fewest
 //!   acquisitions of a worker / most). redquorum: `Redlock::lock` with
 //!   unlimited retries, 5 ms +- 3 ms apart, release notifications on;
@@ -40,6 +44,7 @@
 //! the `pairs` driver).
 
 mod contended;
+mod floor;
 mod libs;
 mod measure;
 mod rss;
@@ -74,6 +79,9 @@ struct Results {
     cont_rate: Samples,
     cont_fair: Samples,
     give_ups: [u64; 2],
+    hold_us: Samples,
+    /// Sequential pairs/s of the redis-rs floor (0) and the raw one (1).
+    floors: Samples,
 }
 
 fn row(scenario: &'static str, unit: &'static str, s: &Samples, higher: bool) -> Row {
@@ -173,6 +181,13 @@ async fn main() {
     for lib in slow.iter().flatten() {
         lib.warm(10).await;
     }
+    let floors = [
+        Lib::Floor(std::sync::Arc::new(floor::Floor::new(&urls).await)),
+        Lib::Raw(std::sync::Arc::new(floor::Raw::new(&urls).await)),
+    ];
+    for lib in &floors {
+        lib.warm(100).await;
+    }
 
     let mut r = Results::default();
     for round in 0..args.rounds {
@@ -200,6 +215,10 @@ async fn main() {
             r.cont_rate[i].push(c.per_sec);
             r.cont_fair[i].push(c.fairness);
             r.give_ups[i] += c.give_ups;
+            r.hold_us[i].push(c.hold_us);
+            // One floor after each library, the other one first every other round.
+            let f = (i + round / 2) % 2;
+            r.floors[f].push(sequential(&floors[f], per_round).await.rate);
         }
     }
 
@@ -262,7 +281,22 @@ async fn main() {
         println!("one-slow-node rows skipped: REDLOCK_NODES has no testkit proxy");
     }
     println!(
-        "contended: waiting lock() calls that gave up (summed over rounds): ours {}, rslock {}",
-        r.give_ups[0], r.give_ups[1]
+        "contended: waiting lock() calls that gave up (summed over rounds): ours {}, rslock {}; \
+         hold as measured: ours {:.0} us, rslock {:.0} us",
+        r.give_ups[0],
+        r.give_ups[1],
+        median(r.hold_us[0].clone()),
+        median(r.hold_us[1].clone())
     );
+    let rslock = median(r.seq[1].clone());
+    for (name, samples) in [
+        ("redis-rs floor", &r.floors[0]),
+        ("raw-socket floor", &r.floors[1]),
+    ] {
+        let rate = median(samples.clone());
+        println!(
+            "sequential pairs/s of the {name}: {rate:.0}, {:.2}x rslock's (same rounds)",
+            rate / rslock
+        );
+    }
 }

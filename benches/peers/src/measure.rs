@@ -16,8 +16,18 @@ pub struct Sequential {
     pub rate: f64,
 }
 
-/// Sequential pairs on one resource for `secs`.
+/// Sequential pairs on one resource for `secs`, from one spawned task (as
+/// a service's request handler would run them: `main`'s own future runs
+/// outside the runtime's workers, so that every wake-up would cross
+/// threads).
 pub async fn sequential(lib: &Lib, secs: Duration) -> Sequential {
+    let lib = lib.clone();
+    tokio::spawn(async move { sequential_here(&lib, secs).await })
+        .await
+        .expect("sequential task")
+}
+
+async fn sequential_here(lib: &Lib, secs: Duration) -> Sequential {
     let resource = fresh("seq");
     let (mut pairs, mut releases) = (Vec::new(), Vec::new());
     let start = Instant::now();

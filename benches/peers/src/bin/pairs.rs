@@ -2,7 +2,7 @@
 //! callgrind (see `scripts/instructions.sh`) and allocation counts.
 //!
 //! ```text
-//! pairs --lib ours|rslock|floor --tasks 1|64 --pairs K
+//! pairs --lib ours|rslock|floor|raw --tasks 1|64 --pairs K
 //! ```
 //!
 //! Starts five local `redis-server` processes (children: callgrind does not
@@ -23,11 +23,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redquorum::redis;
-use redquorum::redis::aio::ConnectionManager;
 use redquorum::testkit::LocalCluster;
 use redquorum::{Config, Redlock};
 use rslock::LockManager;
+
+#[path = "../floor.rs"]
+mod floor;
+use floor::{Floor, Raw};
 
 /// Counts allocations, to report them per pair.
 struct Counting;
@@ -53,56 +55,11 @@ static GLOBAL: Counting = Counting;
 
 const TTL: Duration = Duration::from_secs(10);
 
-/// The release script both the floor and the libraries run, in essence.
-const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-
-/// A hand-written fan-out of the same commands on the same redis-rs
-/// connections: SET NX PX to all five, wait for all, then the release
-/// script to all five. No timeouts, no early quorum, no clean-up: the
-/// least any Redlock client can spend.
-struct Floor {
-    conns: Vec<ConnectionManager>,
-    release: redis::Script,
-}
-
-impl Floor {
-    async fn new(urls: &[String]) -> Floor {
-        let mut conns = Vec::new();
-        for url in urls {
-            let client = redis::Client::open(url.as_str()).expect("client");
-            conns.push(ConnectionManager::new(client).await.expect("connect"));
-        }
-        Floor {
-            conns,
-            release: redis::Script::new(RELEASE),
-        }
-    }
-
-    async fn pair(&self, resource: &str, value: &str) {
-        let mut set = redis::cmd("SET");
-        set.arg(resource).arg(value).arg("NX").arg("PX").arg(10_000);
-        let set = &set;
-        let granted = futures::future::join_all(self.conns.iter().map(|c| {
-            let mut c = c.clone();
-            async move { set.query_async::<Option<String>>(&mut c).await }
-        }))
-        .await;
-        assert!(granted.iter().filter(|g| matches!(g, Ok(Some(_)))).count() >= 3);
-        let mut invocation = self.release.key(resource);
-        invocation.arg(value);
-        let invocation = &invocation;
-        futures::future::join_all(self.conns.iter().map(|c| {
-            let mut c = c.clone();
-            async move { invocation.invoke_async::<i64>(&mut c).await }
-        }))
-        .await;
-    }
-}
-
 enum Lib {
     Ours(Redlock),
     Peer(LockManager),
     Floor(Floor),
+    Raw(Raw),
 }
 
 impl Lib {
@@ -116,10 +73,8 @@ impl Lib {
                 let lock = m.lock(resource, TTL).await.expect("rslock lock");
                 m.unlock(&lock).await;
             }
-            Lib::Floor(f) => {
-                f.pair(resource, "floor-value-0123456789abcdef0123456789")
-                    .await
-            }
+            Lib::Raw(f) => f.pair(resource, floor::VALUE).await,
+            Lib::Floor(f) => f.pair(resource, floor::VALUE).await,
         }
     }
 }
@@ -209,7 +164,8 @@ fn main() {
             "ours-quiet" => ours(false),
             "rslock" => Lib::Peer(LockManager::new(urls.clone())),
             "floor" => Lib::Floor(Floor::new(&urls).await),
-            other => panic!("--lib ours|ours-quiet|rslock|floor, not {other}"),
+            "raw" => Lib::Raw(Raw::new(&urls).await),
+            other => panic!("--lib ours|ours-quiet|rslock|floor|raw, not {other}"),
         });
         for i in 0..50 {
             lib.pair(&format!("warm:{i}")).await;
@@ -233,6 +189,7 @@ fn main() {
             }
             Lib::Peer(_) => "rslock",
             Lib::Floor(_) => "floor",
+            Lib::Raw(_) => "raw",
         };
         if !serving {
             println!(
