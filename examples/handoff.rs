@@ -1,7 +1,7 @@
 //! Contended hand-off: 16 workers take turns on one resource, each holding
 //! it for 1 ms. Prints the hand-off gap (release called -> next holder
-//! acquired: median, p90, max) and fairness (acquisitions per worker,
-//! min / max).
+//! acquired: median, p90, max), the hold as measured, and fairness
+//! (acquisitions per worker, min / max).
 //!
 //! ```text
 //! cargo run --release --features testkit --example handoff
@@ -11,6 +11,11 @@
 //!
 //! `NOTIFY=0` turns release notifications off (waiters only sleep their
 //! retry delay).
+//!
+//! The hold is 1 ms of blocking work (`std::thread::sleep` on the blocking
+//! pool, `HOLD_US` to change it), so that it lasts what it says: a tokio
+//! sleep of 1 ms lasts about 2 ms, its timer having millisecond ticks.
+//! `HOLD=tokio` holds with `tokio::time::sleep` instead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +39,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs = env_u64("SECS", 10);
     let retry = Duration::from_millis(env_u64("RETRY_MS", 5));
     let jitter = Duration::from_millis(env_u64("JITTER_MS", 3));
+    let hold = Duration::from_micros(env_u64("HOLD_US", 1000));
+    let tokio_hold = std::env::var("HOLD").is_ok_and(|h| h == "tokio");
     // Local nodes are used straight, without the fault proxies.
     let nodes = Nodes::from_env(5)?;
     let urls = nodes.direct_urls();
@@ -57,13 +64,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let released_at = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let gaps = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let held_ns = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for _ in 0..WORKERS {
         let (redlock, resource) = (redlock.clone(), resource.clone());
-        let (released_at, stop, gaps) = (
+        let (released_at, stop, gaps, held_ns) = (
             Arc::clone(&released_at),
             Arc::clone(&stop),
             Arc::clone(&gaps),
+            Arc::clone(&held_ns),
         );
         workers.push(tokio::spawn(async move {
             let mut count = 0u64;
@@ -77,8 +86,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     gaps.push(now.saturating_sub(last));
                 }
                 count += 1;
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                released_at.store(ns(), Ordering::Relaxed);
+                if tokio_hold {
+                    tokio::time::sleep(hold).await;
+                } else if tokio::task::spawn_blocking(move || std::thread::sleep(hold))
+                    .await
+                    .is_err()
+                {
+                    eprintln!("hold: the blocking task failed");
+                }
+                let released = ns();
+                held_ns.fetch_add(released.saturating_sub(now), Ordering::Relaxed);
+                released_at.store(released, Ordering::Relaxed);
                 if let Err(e) = guard.release().await {
                     eprintln!("release: {e}");
                 }
@@ -102,10 +120,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         counts.iter().copied().min().unwrap_or(0),
         counts.iter().copied().max().unwrap_or(0),
     );
+    let total: u64 = counts.iter().sum();
     println!(
-        "{WORKERS} workers, one resource, hold 1 ms, {secs} s, retry {retry:?} +- {jitter:?}, \
-         release notifications {}",
+        "{WORKERS} workers, one resource, hold {hold:?} ({}), {secs} s, retry {retry:?} +- \
+         {jitter:?}, release notifications {}",
+        if tokio_hold {
+            "tokio sleep"
+        } else {
+            "blocking"
+        },
         redlock.config().release_notifications()
+    );
+    println!(
+        "acquisitions: {total} ({:.0}/s), hold as measured: mean {:.0} us",
+        total as f64 / secs as f64,
+        held_ns.load(Ordering::Relaxed) as f64 / total.max(1) as f64 / 1e3
     );
     println!("hand-offs: {}", gaps.len());
     println!(
