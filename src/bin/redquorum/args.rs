@@ -36,6 +36,32 @@ pub struct Cli {
     #[arg(long, default_value = redquorum::DEFAULT_KEY_PREFIX, global = true)]
     pub key_prefix: String,
 
+    /// CA certificate(s) to trust for rediss:// nodes instead of the
+    /// system's (a PEM file).
+    #[arg(long, global = true, value_name = "PATH", env = "REDQUORUM_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// A client certificate (a PEM file) for rediss:// nodes that require
+    /// one (tls-auth-clients yes); needs --tls-key.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "REDQUORUM_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (a PEM file).
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "REDQUORUM_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+
     /// Turn on the restart guard: a node that restarted or lost its data
     /// votes only after MAX_TTL (plus drift), and no lock may have a TTL
     /// above MAX_TTL. Use the same value in every client of the nodes.

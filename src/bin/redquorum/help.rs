@@ -10,6 +10,10 @@ when set, is the password of every node URL that has none of its own, so
 that neither ps nor a cron line shows it. redquorum never prints a password
 or a lock value.
 
+rediss:// nodes (in a build with TLS): --tls-ca PATH trusts that CA
+instead of the system's; --tls-cert PATH with --tls-key PATH gives a client
+certificate; or REDQUORUM_TLS_CA, REDQUORUM_TLS_CERT, REDQUORUM_TLS_KEY.
+
 Examples:
   # Run a nightly job on at most one host of the fleet; skip it quietly
   # (exit 0) if another host has it, fail loudly if the nodes are down:

@@ -15,6 +15,7 @@ mod run;
 mod signals;
 mod status;
 mod table;
+mod tls;
 
 use std::process::ExitCode;
 
@@ -78,6 +79,10 @@ async fn dispatch(cli: Cli) -> Exit {
     if let Some(max_ttl) = cli.restart_guard {
         config = config.with_restart_guard(max_ttl);
     }
+    let config = match tls::certificates(&cli, config) {
+        Ok(config) => config,
+        Err(exit) => return exit,
+    };
     let redlock = match Redlock::with_config(nodes.iter().map(String::as_str), config.clone()) {
         Ok(r) => r,
         Err(e) => return Exit::error(EX_CONFIG, e.to_string()),
