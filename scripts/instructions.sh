@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Client instructions and allocations per acquire+release pair, for
-# redquorum, rslock and a hand-written five-node floor, sequential and
+# redquorum, rslock, a hand-written five-node floor on redis-rs connections
+# and the same bytes on raw sockets (no client library), sequential and
 # with 64 tasks: the noise-free figure of the performance work.
 #
 #   bash scripts/instructions.sh            # K = 256 and 1024
 #   K1=128 K2=512 bash scripts/instructions.sh   # K: multiples of 64
+#   LIBS="ours raw" bash scripts/instructions.sh  # some of them
 #
 # Each run of benches/peers' `pairs` driver starts five local
 # redis-server processes (callgrind does not follow children, so only the
@@ -31,7 +33,7 @@ instructions() { # lib tasks pairs -> total Ir of the client
 
 printf '%-8s %-6s %14s %14s\n' lib tasks instr/pair allocs/pair
 for tasks in 1 64; do
-  for lib in ours rslock floor; do
+  for lib in ${LIBS:-ours rslock floor raw}; do
     i1=$(instructions "$lib" "$tasks" "$K1")
     i2=$(instructions "$lib" "$tasks" "$K2")
     allocs=$("$bin" --lib "$lib" --tasks "$tasks" --pairs "$K2" | sed -n 's/.*allocs_per_pair=\([0-9.]*\).*/\1/p')
