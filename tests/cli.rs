@@ -111,14 +111,7 @@ fn first_line(child: &mut Child) -> String {
 
 /// Runs to completion; returns (exit code, stdout, stderr).
 fn output(mut command: Command) -> (Option<i32>, String, String) {
-    match command.output() {
-        Ok(out) => (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ),
-        Err(e) => panic!("cannot run redquorum: {e}"),
-    }
+    common::output(&mut command)
 }
 
 /// A file path no other test uses, removed again on drop.

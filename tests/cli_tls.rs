@@ -12,6 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::output;
+
 use redquorum::testkit::LocalCluster;
 
 /// Exit code when the nodes are misconfigured (EX_CONFIG).
@@ -94,20 +96,14 @@ fn tls_flags<'a>(command: &'a mut Command, files: &PemFiles, names: &[&str]) -> 
     command
 }
 
-/// Exit code, stdout and stderr.
-fn output(command: &mut Command) -> (Option<i32>, String, String) {
-    match command.output() {
-        Ok(out) => (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ),
-        Err(e) => panic!("cannot run redquorum: {e}"),
-    }
-}
-
 fn shown(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// `check` trusting the CA file at `ca`: (exit code, stderr).
+fn check_with_ca(cluster: &LocalCluster, ca: &Path) -> (Option<i32>, String) {
+    let (code, _, err) = output(redquorum(cluster).arg("--tls-ca").arg(ca).arg("check"));
+    (code, err)
 }
 
 #[test]
@@ -164,12 +160,7 @@ fn a_missing_file_or_a_half_given_certificate_is_an_error_that_names_it() {
     let cluster = mutual_tls_cluster();
     let files = PemFiles::write(&cluster);
     let missing = files.path("nowhere.pem");
-    let (code, _, err) = output(
-        redquorum(&cluster)
-            .arg("--tls-ca")
-            .arg(&missing)
-            .arg("check"),
-    );
+    let (code, err) = check_with_ca(&cluster, &missing);
     assert_eq!(code, Some(EX_CONFIG), "{err}");
     assert!(
         err.contains("CA certificate") && err.contains(&shown(&missing)),
@@ -188,11 +179,6 @@ fn a_missing_file_or_a_half_given_certificate_is_an_error_that_names_it() {
     if let Err(e) = std::fs::write(&garbage, "not a certificate") {
         panic!("cannot write {}: {e}", shown(&garbage));
     }
-    let (code, _, err) = output(
-        redquorum(&cluster)
-            .arg("--tls-ca")
-            .arg(&garbage)
-            .arg("check"),
-    );
+    let (code, err) = check_with_ca(&cluster, &garbage);
     assert_eq!(code, Some(EX_CONFIG), "an unparsable CA: {err}");
 }

@@ -155,3 +155,15 @@ pub async fn warm_up(redlock: &Redlock) {
 /// The mutual-exclusion checker lives in the testkit.
 #[allow(unused_imports)]
 pub use redquorum::testkit::{History, Hold};
+
+/// Runs `command` to completion; returns (exit code, stdout, stderr).
+pub fn output(command: &mut std::process::Command) -> (Option<i32>, String, String) {
+    match command.output() {
+        Ok(out) => (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        Err(e) => panic!("cannot run {command:?}: {e}"),
+    }
+}
