@@ -48,7 +48,18 @@ impl PemFiles {
         if let Err(e) = written {
             panic!("cannot write the PEM files: {e}");
         }
+        files.private_key(true);
         files
+    }
+
+    /// Makes the client key readable by its owner only, or by everyone.
+    fn private_key(&self, private: bool) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = if private { 0o600 } else { 0o644 };
+        let key = self.path("client.key");
+        if let Err(e) = std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)) {
+            panic!("cannot chmod {}: {e}", shown(&key));
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -117,6 +128,7 @@ fn check_and_run_work_over_mutual_tls_with_the_certificate_files() {
         &["ca", "cert", "key"],
     ));
     assert_eq!(code, Some(0), "check over mutual TLS: {out}{err}");
+    assert!(!err.contains("warning"), "{err}");
 
     let resource = common::unique("cli-tls");
     let (code, out, err) = output(
@@ -181,4 +193,21 @@ fn a_missing_file_or_a_half_given_certificate_is_an_error_that_names_it() {
     }
     let (code, err) = check_with_ca(&cluster, &garbage);
     assert_eq!(code, Some(EX_CONFIG), "an unparsable CA: {err}");
+}
+
+#[test]
+fn a_client_key_every_user_can_read_is_used_with_a_warning() {
+    let cluster = mutual_tls_cluster();
+    let files = PemFiles::write(&cluster);
+    files.private_key(false);
+    let (code, out, err) = output(tls_flags(
+        redquorum(&cluster).arg("check"),
+        &files,
+        &["ca", "cert", "key"],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("warning") && err.contains("chmod o-r") && err.contains("client.key"),
+        "{err}"
+    );
 }

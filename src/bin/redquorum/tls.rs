@@ -23,10 +23,14 @@ pub fn certificates(cli: &Cli, config: Config) -> Result<Config, Exit> {
         .map(|p| read(p, "CA certificate"))
         .transpose()?;
     let client_tls = match (&cli.tls_cert, &cli.tls_key) {
-        (Some(cert), Some(key)) => Some(ClientTlsConfig {
-            client_cert: read(cert, "client certificate")?,
-            client_key: read(key, "client key")?,
-        }),
+        (Some(cert), Some(key)) => {
+            let client_key = read(key, "client key")?;
+            warn_if_readable_by_all(key);
+            Some(ClientTlsConfig {
+                client_cert: read(cert, "client certificate")?,
+                client_key,
+            })
+        }
         // clap requires both or neither.
         _ => None,
     };
@@ -60,4 +64,20 @@ fn read(path: &std::path::Path, what: &str) -> Result<Vec<u8>, Exit> {
             format!("cannot read the {what} {}: {e}", path.display()),
         )
     })
+}
+
+/// Warns on stderr when every user may read the private key at `path`.
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+fn warn_if_readable_by_all(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+
+    let readable_by_others = std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o004 != 0)
+        .unwrap_or(false);
+    if readable_by_others {
+        eprintln!(
+            "redquorum: warning: every user can read the client key {}: chmod o-r it",
+            path.display()
+        );
+    }
 }
