@@ -59,7 +59,7 @@ impl Request {
 
     /// `script` behind the restart `guard`: `keys` then the guard's record,
     /// `args` then the quarantine this client announces.
-    pub(crate) fn guarded(
+    fn guarded(
         script: &'static Lua,
         guard: &Guard,
         keys: &[String],
@@ -71,6 +71,21 @@ impl Request {
         all.extend_from_slice(args);
         all.push(guard.quarantine_ms.as_str());
         Request::script_parts(script, keys, &all, grant)
+    }
+
+    /// A vote script: `plain`, or with the restart `guard` on its guarded
+    /// version `guarded` ([`guarded`](Self::guarded)).
+    pub(crate) fn vote_script(
+        (plain, guarded): (&'static Lua, &'static Lua),
+        guard: Option<&Guard>,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        match guard {
+            Some(guard) => Request::guarded(guarded, guard, keys, args, grant),
+            None => Request::script(plain, keys, args, grant),
+        }
     }
 
     /// [`script`](Self::script) with the keys from an iterator.

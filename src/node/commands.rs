@@ -49,15 +49,14 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&Guard>,
     ) -> Self {
-        if let Some(guard) = guard {
-            let args = [value, ttl_ms];
-            Request::guarded(&GUARDED_ACQUIRE_ALL, guard, keys, &args, Grant::Int(1))
-        } else if let [key] = keys {
+        if guard.is_none()
+            && let [key] = keys
+        {
             let args = [key.as_str(), value, "NX", "PX", ttl_ms];
-            Request::command(command("SET", args.into_iter()), Grant::NotNil)
-        } else {
-            Request::script(&ACQUIRE_ALL, keys, &[value, ttl_ms], Grant::Int(1))
+            return Request::command(command("SET", args.into_iter()), Grant::NotNil);
         }
+        let scripts = (&*ACQUIRE_ALL, &*GUARDED_ACQUIRE_ALL);
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
     /// Compare-and-delete that announces the release if someone waits (a
@@ -111,17 +110,9 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&Guard>,
     ) -> Self {
+        let scripts = (&*REENTRANT_ACQUIRE, &*GUARDED_REENTRANT_ACQUIRE);
         let args = [owner, hold_id, ttl_ms];
-        match guard {
-            Some(guard) => Request::guarded(
-                &GUARDED_REENTRANT_ACQUIRE,
-                guard,
-                keys,
-                &args,
-                Grant::Int(1),
-            ),
-            None => Request::script(&REENTRANT_ACQUIRE, keys, &args, Grant::Int(1)),
-        }
+        Request::vote_script(scripts, guard, keys, &args, Grant::Int(1))
     }
 
     /// Fencing phase 1: answers `Some(counters)` when the keys are now ours
@@ -132,13 +123,8 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&Guard>,
     ) -> Self {
-        let args = [value, ttl_ms];
-        match guard {
-            Some(guard) => {
-                Request::guarded(&GUARDED_FENCED_ACQUIRE, guard, keys, &args, Grant::NotNil)
-            }
-            None => Request::script(&FENCED_ACQUIRE, keys, &args, Grant::NotNil),
-        }
+        let scripts = (&*FENCED_ACQUIRE, &*GUARDED_FENCED_ACQUIRE);
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::NotNil)
     }
 
     /// Fencing phase 2: granted when the counters were raised under our
