@@ -338,6 +338,45 @@ async fn node_votes_and_latency_are_labelled_by_node_and_operation() {
 }
 
 #[tokio::test]
+async fn a_node_that_answers_after_the_round_was_decided_still_shows_in_the_votes() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let cluster = cluster(5);
+    let config = fast_config().with_node_timeout(Duration::from_millis(200));
+    let redlock = redlock(&cluster.urls(), config);
+    // One node hangs: the other four decide each round long before it
+    // times out, so its every answer comes after the decision.
+    cluster.set_proxy(4, ProxyMode::Blackhole);
+    for _ in 0..3 {
+        let guard = redlock
+            .try_lock(&unique("metrics-late"), TTL)
+            .await
+            .unwrap();
+        guard.release().await.unwrap();
+    }
+    redlock.shutdown().await;
+    cluster.set_proxy(4, ProxyMode::Pass);
+
+    let m = take(&snapshotter);
+    let hung = port_of(&cluster.url(4));
+    for op in ["acquire", "release"] {
+        let timed_out = [
+            ("server.port", hung.as_str()),
+            ("db.operation.name", op),
+            ("outcome", "timed_out"),
+        ];
+        assert_eq!(count(&m, NODE_VOTES, &timed_out), 3, "{op}: {m:#?}");
+    }
+    // The healthy nodes' answers are all there too, the decided rounds'
+    // and the late ones alike: four per round and operation.
+    for op in ["acquire", "release"] {
+        let granted = [("db.operation.name", op), ("outcome", "granted")];
+        assert_eq!(count(&m, NODE_VOTES, &granted), 4 * 3, "{op}: {m:#?}");
+    }
+}
+
+#[tokio::test]
 async fn a_misconfigured_node_shows_in_its_gauge() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
