@@ -19,7 +19,7 @@
 //! | `redquorum.lock.extensions` | counter | {extension} | `outcome` | extension rounds, yours and the watchdog's: `ok` or `failed` |
 //! | `redquorum.lock.extension.margin` | histogram | s | | validity that was left when an extension landed: how close the lock came to lapsing |
 //! | `redquorum.lock.lost` | counter | {lock} | | locks lost while held: the watchdog gave up, or an extension found that a quorum no longer holds the lock |
-//! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer counted by a round: `granted`, `refused`, `timed_out`, `quarantined` (the restart guard refused the vote), `failed` |
+//! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer, by outcome, the late ones (after the round was decided) included, so a hung or dead node shows even when the others decide every round without it: `granted`, `refused`, `timed_out`, `quarantined` (the restart guard refused the vote), `failed` |
 //! | `redquorum.node.call.duration` | histogram | s | `server.address`, `server.port`, `db.operation.name` | one call to one node, answered or timed out, late ones included |
 //! | `redquorum.node.misconfigured` | gauge | {problem} | `server.address`, `server.port` | problems the last start-up check found on the node, warnings left out (0 when none; an unreachable node is not counted) |
 //!
@@ -58,7 +58,7 @@ pub const EXTENSIONS: &str = "redquorum.lock.extensions";
 pub const EXTENSION_MARGIN: &str = "redquorum.lock.extension.margin";
 /// Locks lost while held (counter).
 pub const LOST: &str = "redquorum.lock.lost";
-/// Node answers counted by a round, by node, operation and `outcome` (counter).
+/// Node answers, late ones included, by node, operation and `outcome` (counter).
 pub const NODE_VOTES: &str = "redquorum.node.votes";
 /// One call to one node, by node and operation (histogram, seconds).
 pub const NODE_CALL_DURATION: &str = "redquorum.node.call.duration";
@@ -88,7 +88,11 @@ pub fn describe() {
             "Validity left when an extension landed"
         );
         describe_counter!(LOST, Unit::Count, "Locks lost while held");
-        describe_counter!(NODE_VOTES, Unit::Count, "Node answers counted, by outcome");
+        describe_counter!(
+            NODE_VOTES,
+            Unit::Count,
+            "Node answers, late ones included, by outcome"
+        );
         describe_histogram!(NODE_CALL_DURATION, s, "One call to one node");
         describe_gauge!(
             NODE_MISCONFIGURED,
@@ -289,11 +293,11 @@ fn node_keys(server: &str) -> NodeKeys {
     }
 }
 
-/// One call of `op` to the node labelled `node` took `elapsed`; `vote` is
-/// its outcome, counted as a vote when the round tallied it.
+/// One call of `op` to the node labelled `node` took `elapsed` and ended
+/// in `vote`, whether or not its round had been decided by then.
 pub(crate) fn node_call(
     (op, node): (&'static str, &NodeLabels),
-    (vote, counted): (&'static str, bool),
+    vote: &'static str,
     elapsed: Duration,
 ) {
     #[cfg(feature = "metrics")]
@@ -302,7 +306,7 @@ pub(crate) fn node_call(
         let Some(o) = OPS.iter().position(|o| *o == op) else {
             return;
         };
-        if counted && let Some(v) = VOTES.iter().position(|v| *v == vote) {
+        if let Some(v) = VOTES.iter().position(|v| *v == vote) {
             let key = Key::from_static_labels(NODE_VOTES, node.keys.votes[o][v]);
             ::metrics::with_recorder(|r| r.register_counter(&key, &META).increment(1));
         }

@@ -9,7 +9,9 @@ use crate::{metrics, spans};
 
 /// Reports `node`'s `answer` to one call of a round (`granted` says which
 /// answers grant) that took `elapsed`; `late`: it came after the round was
-/// decided (then it is no vote). Returns the outcome to tally.
+/// decided (then it is no vote in the round, yet the metrics count it:
+/// a hung or dead node's answers all come late once the others are
+/// quicker). Returns the outcome to tally.
 pub(crate) fn answered<T>(
     (op, node): (&'static str, &Node),
     answer: &NodeResult<T>,
@@ -31,7 +33,7 @@ pub(crate) fn answered<T>(
         error.as_deref(),
         (elapsed, late),
     );
-    metrics::node_call((op, &node.labels), (vote, !late), elapsed);
+    metrics::node_call((op, &node.labels), vote, elapsed);
     outcome
 }
 
