@@ -108,6 +108,14 @@ pub fn holders(urls: &[String], key: &str, value: &str) -> usize {
         .count()
 }
 
+/// The indices of `urls` whose `key` holds `value` (or its marked form).
+pub fn holding(urls: &[String], key: &str, value: &str) -> Vec<usize> {
+    let marked = format!("{value}+");
+    (0..urls.len())
+        .filter(|&i| get(&urls[i], key).is_some_and(|v| v == value || v == marked))
+        .collect()
+}
+
 /// How many of `urls` hold `key` with any value.
 pub fn holders_any(urls: &[String], key: &str) -> usize {
     urls.iter().filter(|u| get(u, key).is_some()).count()
