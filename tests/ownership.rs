@@ -61,14 +61,19 @@ async fn release_after_expiry_is_reported_and_spares_the_new_owner() {
         .try_lock(&resource, Duration::from_secs(10))
         .await
         .expect("free after TTL");
+    // A key of the first lock that landed late outlives its validity and
+    // refuses the second there: the second holds a quorum, maybe not all.
+    let held = holding(&urls, &key(&resource), second.value());
+    assert!(held.len() >= 3, "{held:?}");
     let err = first
         .release()
         .await
         .expect_err("the first lock had expired");
     assert!(matches!(err, Error::Expired), "{err:?}");
+    let after = holding(&urls, &key(&resource), second.value());
     assert!(
-        settles_on(&urls, &key(&resource), second.value(), urls.len()).await,
-        "new owner's keys touched"
+        held.iter().all(|i| after.contains(i)),
+        "new owner's keys touched: held on {held:?}, then on {after:?}"
     );
     second.release().await.expect("new owner releases");
 }
