@@ -16,6 +16,16 @@ use redquorum::testkit::ProxyMode;
 
 const TTL: Duration = Duration::from_secs(10);
 
+/// Installs a debugging recorder for the rest of the calling block, on
+/// this thread only, and binds its snapshotter to `$snapshotter`.
+macro_rules! record_into {
+    ($snapshotter:ident) => {
+        let recorder = DebuggingRecorder::new();
+        let $snapshotter = recorder.snapshotter();
+        let _local = metrics::set_default_local_recorder(&recorder);
+    };
+}
+
 /// One metric series from a snapshot: name, labels, and what changed.
 #[derive(Debug)]
 struct Series {
@@ -77,9 +87,7 @@ fn values(series: &[Series], name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
 
 #[tokio::test]
 async fn acquisitions_are_timed_and_counted_by_outcome() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let config = fast_config().with_retry_count(2);
     let redlock = redlock(&cluster.urls(), config.with_release_notifications(false));
@@ -147,9 +155,7 @@ async fn acquisitions_are_timed_and_counted_by_outcome() {
 
 #[tokio::test]
 async fn holds_are_timed_by_how_they_end() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let nodes = nodes();
     let redlock = redlock(&nodes.urls(), fast_config());
 
@@ -186,9 +192,7 @@ async fn holds_are_timed_by_how_they_end() {
 
 #[tokio::test]
 async fn extensions_count_ok_and_failed_and_record_the_margin_left() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let config = fast_config().with_node_timeout(Duration::from_millis(200));
     let redlock = redlock(&cluster.urls(), config);
@@ -224,9 +228,7 @@ async fn extensions_count_ok_and_failed_and_record_the_margin_left() {
 
 #[tokio::test]
 async fn a_killed_majority_counts_one_lost_lock() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let config = fast_config().with_node_timeout(Duration::from_millis(100));
     let redlock = redlock(&cluster.urls(), config);
@@ -252,9 +254,7 @@ async fn a_killed_majority_counts_one_lost_lock() {
 
 #[tokio::test]
 async fn a_lock_gone_from_a_majority_counts_once_though_two_find_it() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let redlock = redlock(&cluster.urls(), fast_config());
     let resource = unique("metrics-gone");
@@ -287,9 +287,7 @@ async fn a_lock_gone_from_a_majority_counts_once_though_two_find_it() {
 
 #[tokio::test]
 async fn node_votes_and_latency_are_labelled_by_node_and_operation() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let redlock = redlock(&cluster.urls(), fast_config());
     let resource = unique("metrics-votes");
@@ -352,19 +350,13 @@ async fn node_votes_and_latency_are_labelled_by_node_and_operation() {
 
 #[tokio::test]
 async fn a_node_that_answers_after_the_round_was_decided_still_shows_in_the_votes() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(5);
     let config = fast_config().with_node_timeout(Duration::from_millis(200));
     let redlock = redlock(&cluster.urls(), config);
     // Connections open first: a connection opened through the hung
     // proxy would fail on its own connect timeout instead.
-    let guard = redlock
-        .try_lock(&unique("metrics-late"), TTL)
-        .await
-        .unwrap();
-    guard.release().await.unwrap();
+    warm_up(&redlock).await;
     redlock.shutdown().await;
     take(&snapshotter);
     // One node hangs: the other four decide each round long before it
@@ -400,9 +392,7 @@ async fn a_node_that_answers_after_the_round_was_decided_still_shows_in_the_vote
 
 #[tokio::test]
 async fn a_misconfigured_node_shows_in_its_gauge() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(3);
     let mut conn = cluster.connection(1).unwrap();
     let set: redis::RedisResult<()> = redis::cmd("CONFIG")
@@ -437,9 +427,7 @@ async fn a_misconfigured_node_shows_in_its_gauge() {
 
 #[tokio::test]
 async fn the_resource_label_is_there_only_when_asked_for() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let nodes = nodes();
     let config = fast_config().with_metrics_resource_label(true);
     let redlock = redlock(&nodes.urls(), config);
@@ -498,9 +486,7 @@ fn the_readme_and_the_module_docs_list_every_metric() {
 
 #[tokio::test]
 async fn a_quarantined_vote_is_counted_as_quarantined_and_the_attempt_as_unavailable() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _local = metrics::set_default_local_recorder(&recorder);
+    record_into!(snapshotter);
     let cluster = cluster(3);
     // Nodes never marked trusted: each starts its quarantine at first contact.
     let config = fast_config()
