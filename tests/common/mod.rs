@@ -102,10 +102,7 @@ pub fn set(url: &str, key: &str, value: &str, ttl: Duration) {
 /// How many of `urls` hold `key` with `value`, marked by a waiter (`+`
 /// appended) or not: the same holder either way.
 pub fn holders(urls: &[String], key: &str, value: &str) -> usize {
-    let marked = format!("{value}+");
-    urls.iter()
-        .filter(|u| get(u, key).is_some_and(|v| v == value || v == marked))
-        .count()
+    holding(urls, key, value).len()
 }
 
 /// The indices of `urls` whose `key` holds `value` (or its marked form).
