@@ -37,6 +37,9 @@ mod resp;
 mod server;
 mod svg;
 mod timeline;
+#[cfg(feature = "sim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
+pub mod sim;
 
 pub use builder::{LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use certs::TestCertificates;

@@ -1,0 +1,1 @@
+//! One simulated Redis server.
