@@ -284,6 +284,7 @@ mod node_check;
 mod options;
 mod outcome;
 mod problem;
+mod rng;
 mod spans;
 mod ttl;
 mod value;

@@ -14,7 +14,7 @@ const VALUE_BYTES: usize = 20;
 /// a CSPRNG give both, without a `getrandom` system call per attempt.
 pub(crate) fn fresh() -> String {
     let mut bytes = [0u8; VALUE_BYTES];
-    rand::fill(&mut bytes);
+    crate::rng::fill(&mut bytes);
     let mut hex = String::with_capacity(VALUE_BYTES * 2);
     for byte in bytes {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
@@ -58,7 +58,7 @@ const FIRST_DIGITS: &[u8; 6] = b"ABCDEF";
 /// show.
 pub(crate) fn fresh_labelled(label: Option<&str>) -> String {
     let mut value = fresh();
-    let first = FIRST_DIGITS[rand::random_range(0..FIRST_DIGITS.len())];
+    let first = FIRST_DIGITS[crate::rng::below(FIRST_DIGITS.len())];
     value.replace_range(..1, char::from(first).encode_utf8(&mut [0; 4]));
     if let Some(label) = label {
         value.push(LABEL_MARK);

@@ -155,7 +155,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                         );
                         return;
                     }
-                    let pause = retry_pause(ttl.ttl, rand::random::<f64>()).min(remaining);
+                    let pause = retry_pause(ttl.ttl, crate::rng::unit()).min(remaining);
                     tokio::time::sleep(pause).await;
                 }
             }

@@ -83,7 +83,7 @@ impl Backoff {
             self.failures = 0;
         }
         self.failures = self.failures.saturating_add(1);
-        let pause = Self::pause(self.failures, rand::random::<f64>());
+        let pause = Self::pause(self.failures, crate::rng::unit());
         self.retry_at = Some(Instant::now() + pause);
     }
 

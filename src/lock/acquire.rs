@@ -94,7 +94,7 @@ pub(crate) async fn acquire(
             Some(at) if at > now => at,
             _ => {
                 pauses = pauses.saturating_add(1);
-                now + ttl::retry_pause(plan.retry_delay, plan.retry_jitter, rand::random::<f64>())
+                now + ttl::retry_pause(plan.retry_delay, plan.retry_jitter, crate::rng::unit())
             }
         };
         let out_of_time = plan.give_up_at.is_some_and(|at| wake_at >= at);

@@ -172,7 +172,7 @@ impl Node {
     async fn recover<T: FromRedisValue>(
         &self,
         request: &Request,
-        mut conn: redis::aio::ConnectionManager,
+        mut conn: super::link::Link,
         error: RedisError,
     ) -> NodeResult<T> {
         let Some(script) = request.script else {

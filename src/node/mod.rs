@@ -8,6 +8,7 @@ mod acl_docs;
 pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod guard;
+pub(crate) mod link;
 pub(crate) mod observe;
 pub(crate) mod reentrant;
 pub(crate) mod scripts;
@@ -17,6 +18,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use self::link::Link;
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 
 use self::acl::{DIAGNOSE, Lua};
@@ -93,6 +96,9 @@ pub(crate) struct Node {
     pub(crate) labels: crate::metrics::NodeLabels,
     /// The restart guard, when it is on.
     pub(crate) guard: Option<guard::Guard>,
+    /// The simulated node this one talks to instead (feature `sim`).
+    #[cfg(feature = "sim")]
+    sim: Option<std::sync::Arc<dyn link::SimEndpoint>>,
 }
 
 impl Node {
@@ -120,7 +126,28 @@ impl Node {
             timeout,
             connect_timeout: connect.timeout(),
             guard: None,
+            #[cfg(feature = "sim")]
+            sim: None,
         })
+    }
+
+    /// A node whose calls go to the simulated `endpoint` (feature `sim`),
+    /// named `sim-{index}`. Its client (for pub/sub) leads nowhere.
+    #[cfg(feature = "sim")]
+    pub(crate) fn simulated(
+        index: usize,
+        endpoint: std::sync::Arc<dyn link::SimEndpoint>,
+        timeout: Duration,
+        connect: &Connect,
+    ) -> Result<Self> {
+        let mut node = Node::new(
+            index,
+            format!("redis://sim-{index}:6379/"),
+            timeout,
+            connect,
+        )?;
+        node.sim = Some(endpoint);
+        Ok(node)
     }
 
     /// This node with the restart guard on (`Some`) or off.
@@ -154,10 +181,14 @@ impl Node {
         &self.client
     }
 
-    pub(super) fn connection(&self) -> NodeResult<ConnectionManager> {
+    pub(super) fn connection(&self) -> NodeResult<Link> {
+        #[cfg(feature = "sim")]
+        if let Some(endpoint) = &self.sim {
+            return Ok(Link::Sim(endpoint.clone()));
+        }
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(live) = conn.as_ref().filter(|c| !c.runtime.is_finished()) {
-            return Ok(live.manager.clone());
+            return Ok(Link::Real(live.manager.clone()));
         }
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
@@ -186,7 +217,7 @@ impl Node {
             manager: manager.clone(),
             runtime,
         });
-        Ok(manager)
+        Ok(Link::Real(manager))
     }
 
     /// Asks the node which of `script`'s commands its ACL forbids on `keys`,

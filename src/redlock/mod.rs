@@ -108,14 +108,46 @@ impl Redlock {
         I: IntoIterator,
         I::Item: IntoConnectionInfo,
     {
-        let mut parsed: Vec<Arc<Node>> = Vec::new();
-        let mut servers = std::collections::HashMap::new();
-        let guard = config.quarantine().map(|q| {
-            crate::node::guard::Guard::new(crate::keys::guard_key(config.key_prefix()), q)
-        });
+        let guard = Self::restart_guard(&config);
+        let mut parsed = Vec::new();
         for (index, info) in nodes.into_iter().enumerate() {
-            let node = Node::new(index, info, config.node_timeout(), config.connect())?
-                .with_guard(guard.clone());
+            parsed.push(
+                Node::new(index, info, config.node_timeout(), config.connect())?
+                    .with_guard(guard.clone()),
+            );
+        }
+        Redlock::assemble(parsed, config)
+    }
+
+    /// The restart guard each node runs under `config`, if it is on.
+    fn restart_guard(config: &Config) -> Option<crate::node::guard::Guard> {
+        config
+            .quarantine()
+            .map(|q| crate::node::guard::Guard::new(crate::keys::guard_key(config.key_prefix()), q))
+    }
+
+    /// A lock over the simulated nodes `endpoints` (feature `sim`).
+    #[cfg(feature = "sim")]
+    pub(crate) fn simulated(
+        endpoints: Vec<Arc<dyn crate::node::link::SimEndpoint>>,
+        config: Config,
+    ) -> Result<Redlock> {
+        let guard = Self::restart_guard(&config);
+        let mut nodes = Vec::new();
+        for (index, endpoint) in endpoints.into_iter().enumerate() {
+            nodes.push(
+                Node::simulated(index, endpoint, config.node_timeout(), config.connect())?
+                    .with_guard(guard.clone()),
+            );
+        }
+        Redlock::assemble(nodes, config)
+    }
+
+    /// A lock over `nodes`, once each is parsed: no server twice, at
+    /// least one node, `config` valid for their number.
+    fn assemble(nodes: Vec<Node>, config: Config) -> Result<Redlock> {
+        let mut servers = std::collections::HashMap::new();
+        for (index, node) in nodes.iter().enumerate() {
             if let Some(first) = servers.insert(node.server().to_owned(), index) {
                 return Err(Error::Config(format!(
                     "nodes {first} and {index} are the same server ({}), whatever their \
@@ -123,8 +155,8 @@ impl Redlock {
                     node.server()
                 )));
             }
-            parsed.push(Arc::new(node));
         }
+        let parsed: Vec<Arc<Node>> = nodes.into_iter().map(Arc::new).collect();
         if parsed.is_empty() {
             return Err(Error::Config(
                 "no nodes given: pass the URLs of independent Redis masters (5 is typical)"

@@ -1,0 +1,61 @@
+//! [`Link`]: the connection a node call goes out on. Normally redis's
+//! [`ConnectionManager`]; under the simulator (feature `sim`) a simulated
+//! link to a simulated node. Both are a [`ConnectionLike`], so commands and
+//! scripts (`EVALSHA`, `NOSCRIPT`, `SCRIPT LOAD`) go out exactly alike.
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+/// One node's connection, cheap to clone.
+#[derive(Clone)]
+pub(crate) enum Link {
+    /// A real connection.
+    Real(ConnectionManager),
+    /// A simulated link (feature `sim`).
+    #[cfg(feature = "sim")]
+    Sim(std::sync::Arc<dyn SimEndpoint>),
+}
+
+/// The far end of a simulated link: takes a command, answers as a Redis
+/// server would, after the link's delays and faults.
+#[cfg(feature = "sim")]
+pub(crate) trait SimEndpoint: Send + Sync {
+    /// Sends `cmd` and waits for its reply.
+    fn call<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value>;
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Real(manager) => manager.req_packed_command(cmd),
+            #[cfg(feature = "sim")]
+            Link::Sim(endpoint) => endpoint.call(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Link::Real(manager) => manager.req_packed_commands(pipeline, offset, count),
+            #[cfg(feature = "sim")]
+            Link::Sim(_) => Box::pin(async {
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "pipelines are not simulated",
+                )))
+            }),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Real(manager) => manager.get_db(),
+            #[cfg(feature = "sim")]
+            Link::Sim(_) => 0,
+        }
+    }
+}
