@@ -22,6 +22,7 @@ mod core;
 mod hashes;
 mod info;
 mod keyspace;
+mod library;
 mod number;
 mod reply;
 mod script;
@@ -37,6 +38,8 @@ use std::time::Duration;
 pub use self::clock::NodeClock;
 use self::core::{Caller, Core, Process, RAND48_START, Rng, Shared, at, lock, wrong_arity};
 use self::keyspace::Data;
+#[doc(hidden)]
+pub use self::library::scripts;
 use self::number::parse_i64;
 use self::reply::{NOSCRIPT, Reply, not_integer};
 use self::script::{Engine, sha1_hex};

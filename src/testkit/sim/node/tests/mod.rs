@@ -1,9 +1,11 @@
 //! Unit tests of the simulated node: commands in Redis's words, expiry on
-//! the node's clock, restarts and failovers, ACL and replicas, and Lua.
+//! the node's clock, restarts and failovers, ACL and replicas, Lua, and
+//! the library's own scripts.
 
 mod acl;
 mod commands;
 mod expiry;
+mod library;
 mod lua;
 mod restart;
 
