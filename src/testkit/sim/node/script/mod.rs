@@ -1,0 +1,259 @@
+//! [`Engine`]: the Lua 5.1 state of one simulated node, which compiles a
+//! script's exact text as Redis 7.0 does (the body as one chunk named
+//! `@user_script`) and runs it in Redis's environment
+//! (`sandbox.lua`), its `redis.call` reaching the node's [`Core`].
+
+mod convert;
+
+use std::collections::BTreeMap;
+
+use mlua::chunk::ChunkMode;
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+
+use super::core::{Shared, lock};
+use super::reply::Reply;
+
+/// The chunk name of the sandbox, whose frames an error's line skips.
+const SANDBOX: &str = "=redquorum-sim";
+
+/// One node's Lua state and its compiled scripts.
+pub(super) struct Engine {
+    lua: Lua,
+    run: Function,
+    env: Table,
+    /// Compiled functions by sha. Unlike the node's script cache (what
+    /// `EVALSHA` finds), this survives restarts and `SCRIPT FLUSH`: the
+    /// same text compiles to the same function.
+    compiled: BTreeMap<String, Function>,
+    /// How many times a script was compiled.
+    pub(super) compilations: usize,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("compiled", &self.compiled.len())
+            .field("compilations", &self.compilations)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The sha1 of `body` in lower-case hex, as Redis names scripts.
+pub(super) fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+impl Engine {
+    /// A fresh Lua state with Redis's environment, whose `redis.call`
+    /// runs on `core`.
+    pub(super) fn new(core: &Shared) -> mlua::Result<Engine> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        let sha1hex = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise("ERR wrong number of arguments"));
+            }
+            let text = match args.into_iter().next() {
+                Some(value) => lua.coerce_string(value).ok().flatten(),
+                None => None,
+            };
+            Ok(sha1_hex(
+                &text.map(|s| s.as_bytes().to_vec()).unwrap_or_default(),
+            ))
+        })?;
+        let log = lua.create_function(|_, args: MultiValue| {
+            if args.len() < 2 {
+                return Err(raise("ERR redis.log() requires two arguments or more."));
+            }
+            Ok(())
+        })?;
+        let setresp = lua.create_function(|_, args: MultiValue| match args.front() {
+            Some(Value::Integer(2)) if args.len() == 1 => Ok(()),
+            Some(Value::Integer(3)) if args.len() == 1 => {
+                Err(raise("ERR the simulated node speaks RESP2 only"))
+            }
+            _ => Err(raise("ERR RESP version must be 2 or 3.")),
+        })?;
+        let where_ = lua.create_function(|lua, ()| Ok(script_position(lua)))?;
+        let unwrap = lua.create_function(|lua, e: Value| {
+            let text = match &e {
+                Value::Error(error) => raised_text(error).unwrap_or_else(|| format!("ERR {error}")),
+                other => format!("ERR {other:?}"),
+            };
+            convert::error_table(lua, &text)
+        })?;
+        let shared = core.clone();
+        let call = lua.create_function(move |lua, args: MultiValue| {
+            let args = convert::command_args(args).map_err(raise)?;
+            let reply = lock(&shared).run_from_script(&args);
+            match reply {
+                Reply::Error(text) => Err(raise(&text)),
+                reply => convert::reply_to_lua(lua, &reply),
+            }
+        })?;
+        let shared = core.clone();
+        let acl = lua.create_function(move |_, args: MultiValue| {
+            let args = convert::command_args(args).map_err(raise)?;
+            let allowed = lock(&shared).acl_check(&args);
+            allowed.map_err(|text| raise(&text))
+        })?;
+        let shared = core.clone();
+        let host = lua.create_function(move |lua, mut args: MultiValue| {
+            let op = match args.pop_front() {
+                Some(Value::Integer(op)) => op,
+                _ => 0,
+            };
+            host(lua, &shared, op, args)
+        })?;
+        let (run, env): (Function, Table) = lua
+            .load(include_str!("sandbox.lua"))
+            .set_name(SANDBOX)
+            .call((sha1hex, log, setresp, where_, unwrap, call, acl, host))?;
+        Ok(Engine {
+            lua,
+            run,
+            env,
+            compiled: BTreeMap::new(),
+            compilations: 0,
+        })
+    }
+
+    /// The compiled function of script `sha`, if it was compiled before.
+    pub(super) fn compiled(&self, sha: &str) -> Option<Function> {
+        self.compiled.get(sha).cloned()
+    }
+
+    /// The function of script `sha` (text `body`), compiled on first use.
+    /// A syntax error is the reply Redis gives for it.
+    pub(super) fn compile(&mut self, sha: &str, body: &[u8]) -> Result<Function, Reply> {
+        if let Some(f) = self.compiled.get(sha) {
+            return Ok(f.clone());
+        }
+        let compiled = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_mode(ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function();
+        let f = compiled.map_err(|e| match e {
+            mlua::Error::SyntaxError { message, .. } => Reply::Error(format!(
+                "ERR Error compiling script (new function): {message}"
+            )),
+            other => Reply::Error(format!(
+                "ERR Error compiling script (new function): {other}"
+            )),
+        })?;
+        self.compilations += 1;
+        self.compiled.insert(sha.to_owned(), f.clone());
+        Ok(f)
+    }
+
+    /// Runs compiled script `f` (hash `sha`) with `keys` and `argv`. Its
+    /// `redis.call`s lock the node's state: the caller must not hold it.
+    pub(super) fn run(&self, sha: &str, f: &Function, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> Reply {
+        let outcome = (|| {
+            let keys = strings(&self.lua, keys)?;
+            let argv = strings(&self.lua, argv)?;
+            let (ok, value): (bool, Value) = self.run.call((f, keys, argv))?;
+            Ok::<Reply, mlua::Error>(if ok {
+                convert::lua_to_reply(&value)
+            } else {
+                convert::raised_to_reply(&value, sha)
+            })
+        })();
+        outcome.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {e}")))
+    }
+}
+
+/// An error reply raised from a Rust function into the script (what
+/// `redis.call` raises), carried as an mlua error.
+#[derive(Debug)]
+struct Raised(String);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Raised {}
+
+fn raise(text: &str) -> mlua::Error {
+    mlua::Error::external(Raised(text.to_owned()))
+}
+
+/// The text of a [`Raised`] error, however mlua wrapped it.
+fn raised_text(error: &mlua::Error) -> Option<String> {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => raised_text(cause),
+        mlua::Error::ExternalError(e) => e.downcast_ref::<Raised>().map(|r| r.0.clone()),
+        _ => None,
+    }
+}
+
+/// A Lua array of strings.
+fn strings(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// What the sandbox's `host(op, ...)` does for the running script.
+fn host(lua: &Lua, core: &Shared, op: i64, args: MultiValue) -> mlua::Result<(bool, Value)> {
+    let mut core = lock(core);
+    match op {
+        1 => {
+            let reply = match convert::command_args(args) {
+                Ok(args) => core.run_from_script(&args),
+                Err(text) => Reply::error(text),
+            };
+            match reply {
+                Reply::Error(text) => Ok((false, Value::Table(convert::error_table(lua, &text)?))),
+                reply => Ok((true, convert::reply_to_lua(lua, &reply)?)),
+            }
+        }
+        3 => Ok((true, Value::Number(core.lua_random()))),
+        4 => {
+            let seed = match args.front() {
+                Some(Value::Integer(i)) => *i,
+                Some(Value::Number(n)) => *n as i64,
+                _ => 0,
+            };
+            // luaL_checkint: the C int of the number.
+            core.lua_seed(seed as i32);
+            Ok((true, Value::Nil))
+        }
+        _ => Ok((false, Value::Nil)),
+    }
+}
+
+/// The script's source and line where an error happened: the first frame
+/// above the error handler that is neither a C function nor the sandbox
+/// (Redis's handler skips the C function that raised, such as
+/// `redis.call` or `error`).
+fn script_position(lua: &Lua) -> (Option<String>, Option<i64>) {
+    for level in 1..64 {
+        let frame = lua.inspect_stack(level, |debug| {
+            let source = debug.source();
+            let skip = source.what == "C" || source.source.as_deref() == Some(SANDBOX);
+            (
+                skip,
+                source.source.map(|s| s.into_owned()),
+                debug.current_line(),
+            )
+        });
+        match frame {
+            None => break,
+            Some((true, ..)) => {}
+            Some((false, source, line)) => {
+                return (source, line.and_then(|l| i64::try_from(l).ok()));
+            }
+        }
+    }
+    (None, None)
+}
