@@ -276,6 +276,8 @@
 // Floor 0, vocabulary: no I/O.
 mod attempts;
 mod config;
+#[cfg(feature = "sim")]
+mod controls;
 mod error;
 mod failure;
 mod keys;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The simulation's kill rate: cargo-mutants mutates the coordinator (the
+# lock rounds, the quorum tally and fan-out, validity arithmetic, attempt
+# classification, the restart guard's client side) and runs the
+# simulation against each mutant. Prints cargo-mutants' caught / missed /
+# unviable counts; mutants.out/ keeps the lists (missed.txt is the work:
+# an invariant that kills it, or why it is equivalent).
+#
+#   bash scripts/mutants.sh                 # every file below
+#   bash scripts/mutants.sh src/ttl.rs      # some of them
+#   SIM_SECONDS=20 bash scripts/mutants.sh  # a longer batch per mutant
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! cargo mutants --version >/dev/null 2>&1; then
+  echo "cargo-mutants not found; installing it with cargo install" >&2
+  cargo install --locked cargo-mutants
+fi
+files=("$@")
+if [ "${#files[@]}" -eq 0 ]; then
+  files=(src/lock src/quorum src/ttl.rs src/attempts.rs src/node/guard.rs src/redlock/trust.rs)
+fi
+args=()
+for f in "${files[@]}"; do
+  if [ -d "$f" ]; then
+    args+=(--file "$f/*.rs")
+  else
+    args+=(--file "$f")
+  fi
+done
+# Each mutant: the regression seeds, the controls and a short fixed batch.
+export SIM_SECONDS="${SIM_SECONDS:-5}" SIM_FIRST_SEED="${SIM_FIRST_SEED:-1}"
+cargo mutants "${args[@]}" --features sim --timeout-multiplier 3 \
+  --jobs 1 -- --test sim

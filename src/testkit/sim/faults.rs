@@ -1,0 +1,354 @@
+//! Faults: what the nemesis does to nodes, links, clients and clocks, when,
+//! and for how long; drawn from the seed within the fault model, or given
+//! (a shrunk list, a negative control).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::node::Persistence;
+use super::rng::Rng;
+use super::world::{LinkMode, Process, World};
+
+/// One fault: `kind`, from `at` (virtual time since the run began) for
+/// `lasts` (instant faults ignore it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    /// When it starts.
+    pub at: Duration,
+    /// How long it lasts.
+    pub lasts: Duration,
+    /// What it does.
+    pub kind: FaultKind,
+}
+
+/// What a fault does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultKind {
+    /// Every link to `node` is slower by `by`.
+    Slow {
+        /// The node.
+        node: usize,
+        /// The extra delay each way.
+        by: Duration,
+    },
+    /// `node`'s process is stopped (`SIGSTOP`); its commands queue.
+    Hang {
+        /// The node.
+        node: usize,
+    },
+    /// `node`'s process is down; it comes back with its data intact (AOF
+    /// `always`), as a new process (new `run_id`).
+    Kill {
+        /// The node.
+        node: usize,
+    },
+    /// The link from `client` to `node` loses everything.
+    Cut {
+        /// The client.
+        client: usize,
+        /// The node.
+        node: usize,
+    },
+    /// Replies from `node` to every client are lost (commands applied).
+    DropReplies {
+        /// The node.
+        node: usize,
+    },
+    /// Every call from `client` to `node` fails with a connection reset.
+    Reset {
+        /// The client.
+        client: usize,
+        /// The node.
+        node: usize,
+    },
+    /// `client`'s traffic stops (a stop-the-world pause of its process).
+    PauseClient {
+        /// The client.
+        client: usize,
+    },
+    /// `node`'s clock runs at `rate` (1.0 is true time).
+    ClockRate {
+        /// The node.
+        node: usize,
+        /// Node ms per virtual ms.
+        rate: f64,
+    },
+    /// `node`'s clock jumps forward by `by` (instant).
+    ClockJump {
+        /// The node.
+        node: usize,
+        /// How far.
+        by: Duration,
+    },
+    /// `node` restarts at once with `persistence` (instant).
+    Restart {
+        /// The node.
+        node: usize,
+        /// What survives.
+        persistence: Persistence,
+    },
+    /// `node` loses its data (`FLUSHALL`; instant).
+    Flush {
+        /// The node.
+        node: usize,
+    },
+    /// `node`'s replica takes over with `lag` of writes lost (instant).
+    Failover {
+        /// The node.
+        node: usize,
+        /// The replication lag.
+        lag: Duration,
+    },
+}
+
+impl FaultKind {
+    /// True for faults that can make a node forget a key before its TTL
+    /// (only allowed with the restart guard on, or in negative controls).
+    pub fn loses_keys(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Restart {
+                persistence: Persistence::None | Persistence::Snapshot { .. },
+                ..
+            } | FaultKind::Flush { .. }
+                | FaultKind::Failover { .. }
+        )
+    }
+
+    /// True for faults that are over as soon as they happen.
+    fn instant(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::ClockJump { .. }
+                | FaultKind::Restart { .. }
+                | FaultKind::Flush { .. }
+                | FaultKind::Failover { .. }
+        )
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at {:?}", self.at)?;
+        if !self.kind.instant() {
+            write!(f, " for {:?}", self.lasts)?;
+        }
+        write!(f, ": {:?}", self.kind)
+    }
+}
+
+/// What the fault model allows in one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Model {
+    /// Nodes in the run.
+    pub nodes: usize,
+    /// Clients in the run.
+    pub clients: usize,
+    /// Every client runs the restart guard: restarts that lose data are
+    /// allowed.
+    pub guarded: bool,
+    /// The fastest clock rate every client's drift allowance covers.
+    pub max_rate: f64,
+    /// How long the run's workload lasts.
+    pub span: Duration,
+}
+
+/// Draws up to seven faults within `model`.
+pub fn draw(rng: &mut Rng, model: &Model) -> Vec<Fault> {
+    let count = rng.below(8);
+    let mut faults: Vec<Fault> = (0..count).map(|_| draw_one(rng, model)).collect();
+    // With the restart guard on, restarts come in groups too: a majority
+    // restarted at once (a rack's power) is within its fault model.
+    let mut grouped = Vec::new();
+    for fault in &faults {
+        if let FaultKind::Restart { node, persistence } = fault.kind
+            && model.guarded
+            && rng.chance(0.5)
+        {
+            for other in 1..=rng.between(1, 2) as usize {
+                grouped.push(Fault {
+                    kind: FaultKind::Restart {
+                        node: (node + other) % model.nodes,
+                        persistence,
+                    },
+                    ..fault.clone()
+                });
+            }
+        }
+    }
+    faults.extend(grouped);
+    faults.sort_by_key(|f| f.at);
+    faults
+}
+
+fn draw_one(rng: &mut Rng, model: &Model) -> Fault {
+    let span_ms = u64::try_from(model.span.as_millis()).unwrap_or(u64::MAX);
+    let at = Duration::from_millis(rng.between(0, span_ms.saturating_sub(200)));
+    let lasts = Duration::from_millis(rng.between(20, 3_000));
+    let node = rng.below(model.nodes);
+    let client = rng.below(model.clients);
+    let kind = loop {
+        let kind = match rng.below(11) {
+            0 | 1 => FaultKind::Slow {
+                node,
+                by: Duration::from_millis(rng.between(1, 400)),
+            },
+            2 => FaultKind::Hang { node },
+            3 => FaultKind::Kill { node },
+            4 => FaultKind::Cut { client, node },
+            5 => FaultKind::DropReplies { node },
+            6 => FaultKind::Reset { client, node },
+            7 => FaultKind::PauseClient { client },
+            8 => FaultKind::ClockRate {
+                node,
+                rate: 0.5 + rng.unit() * (model.max_rate - 0.5),
+            },
+            9 => FaultKind::Restart {
+                node,
+                persistence: match rng.below(3) {
+                    0 => Persistence::Aof,
+                    1 => Persistence::None,
+                    _ => Persistence::Snapshot {
+                        taken_at: at.saturating_sub(Duration::from_millis(rng.between(0, 2_000))),
+                    },
+                },
+            },
+            _ => {
+                if rng.chance(0.5) {
+                    FaultKind::Flush { node }
+                } else {
+                    FaultKind::Failover {
+                        node,
+                        lag: Duration::from_millis(rng.between(0, 500)),
+                    }
+                }
+            }
+        };
+        if model.guarded || !kind.loses_keys() {
+            break kind;
+        }
+    };
+    Fault { at, lasts, kind }
+}
+
+/// Starts `fault` in `world`.
+pub(crate) fn begin(world: &mut World, fault: &Fault) {
+    let now = world.elapsed();
+    match fault.kind {
+        FaultKind::Slow { node, by } => world.set_node_links(node, LinkMode::Slow(by)),
+        FaultKind::Hang { node } => world.set_process(node, Process::Paused),
+        FaultKind::Kill { node } => world.set_process(node, Process::Down),
+        FaultKind::Cut { client, node } => world.set_link(client, node, LinkMode::Blackhole),
+        FaultKind::DropReplies { node } => world.set_node_links(node, LinkMode::DropReplies),
+        FaultKind::Reset { client, node } => world.set_link(client, node, LinkMode::Reset),
+        FaultKind::PauseClient { client } => {
+            let until = world.instant(now + fault.lasts);
+            world.pause_client(client, until);
+        }
+        FaultKind::ClockRate { node, rate } => {
+            world.server_mut(node).clock_mut().set_rate(now, rate)
+        }
+        FaultKind::ClockJump { node, by } => world
+            .server_mut(node)
+            .clock_mut()
+            .jump(by.as_secs_f64() * 1000.0),
+        FaultKind::Restart { node, persistence } => world.restart(node, persistence),
+        FaultKind::Flush { node } => world.server_mut(node).flushall(),
+        FaultKind::Failover { node, lag } => world.server_mut(node).failover(now, lag),
+    }
+}
+
+/// Ends `fault` in `world` (nothing for instant faults).
+pub(crate) fn end(world: &mut World, fault: &Fault) {
+    let now = world.elapsed();
+    match fault.kind {
+        FaultKind::Slow { node, .. } | FaultKind::DropReplies { node } => {
+            world.set_node_links(node, LinkMode::Pass);
+        }
+        FaultKind::Hang { node } => world.set_process(node, Process::Up),
+        FaultKind::Kill { node } => world.restart(node, Persistence::Aof),
+        FaultKind::Cut { client, node } | FaultKind::Reset { client, node } => {
+            world.set_link(client, node, LinkMode::Pass);
+        }
+        FaultKind::ClockRate { node, .. } => world.server_mut(node).clock_mut().set_rate(now, 1.0),
+        FaultKind::PauseClient { .. }
+        | FaultKind::ClockJump { .. }
+        | FaultKind::Restart { .. }
+        | FaultKind::Flush { .. }
+        | FaultKind::Failover { .. } => {}
+    }
+}
+
+/// Whether `fault` is in force at `at`.
+pub fn active(fault: &Fault, at: Duration) -> bool {
+    !fault.kind.instant() && fault.at <= at && at < fault.at + fault.lasts
+}
+
+/// Runs `faults` against `world`: each starts at its time and ends after
+/// it lasted. Returns when the last one has ended.
+pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
+    let mut events: Vec<(Duration, bool, usize)> = Vec::new();
+    for (i, fault) in faults.iter().enumerate() {
+        events.push((fault.at, true, i));
+        if !fault.kind.instant() {
+            events.push((fault.at + fault.lasts, false, i));
+        }
+    }
+    events.sort_by_key(|&(at, starts, i)| (at, starts, i));
+    for (at, starts, i) in events {
+        let when = super::world::lock(&world).instant(at);
+        tokio::time::sleep_until(when).await;
+        let mut world = super::world::lock(&world);
+        if starts {
+            begin(&mut world, &faults[i]);
+        } else {
+            end(&mut world, &faults[i]);
+        }
+    }
+}
+
+/// Whether `node` could have answered `client` in time during `window`
+/// (virtual times): no fault that stops, cuts, slows past `node_timeout`
+/// or quarantines it overlapped the window. `quarantine`: the longest
+/// restart-guard quarantine in force, when the guard is on. Used to tell
+/// which refusals a call could have seen.
+pub fn answers(
+    faults: &[Fault],
+    client: usize,
+    node: usize,
+    window: (Duration, Duration),
+    node_timeout: Duration,
+    quarantine: Option<Duration>,
+) -> bool {
+    let (from, to) = window;
+    let overlaps = |f: &Fault, reach: Duration| f.at <= to && from < f.at + f.lasts + reach;
+    faults.iter().all(|f| {
+        let hit = match f.kind {
+            FaultKind::Slow { node: n, by } => n == node && by * 2 >= node_timeout / 2,
+            FaultKind::Hang { node: n } | FaultKind::DropReplies { node: n } => n == node,
+            FaultKind::Cut { client: c, node: n } | FaultKind::Reset { client: c, node: n } => {
+                c == client && n == node
+            }
+            FaultKind::PauseClient { client: c } => c == client,
+            FaultKind::Kill { node: n } => n == node,
+            FaultKind::ClockRate { .. } | FaultKind::ClockJump { .. } => false,
+            FaultKind::Restart { node: n, .. }
+            | FaultKind::Flush { node: n }
+            | FaultKind::Failover { node: n, .. } => n == node && quarantine.is_some(),
+        };
+        let reach = match f.kind {
+            FaultKind::Kill { .. }
+            | FaultKind::Restart { .. }
+            | FaultKind::Flush { .. }
+            | FaultKind::Failover { .. } => quarantine.unwrap_or_default(),
+            _ => Duration::ZERO,
+        };
+        let lasts = if f.kind.instant() {
+            Duration::from_millis(1)
+        } else {
+            f.lasts
+        };
+        let f = Fault { lasts, ..f.clone() };
+        !(hit && overlaps(&f, reach))
+    })
+}

@@ -1,0 +1,154 @@
+//! The simulated links: each (client, node) pair is one FIFO connection,
+//! carried by two tasks (commands to the node, replies back), so that a
+//! command sent is applied in order whatever becomes of its caller.
+
+use std::sync::Arc;
+
+use redis::{Cmd, RedisError, RedisFuture, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::world::{self, Delivery, Fate, Shared};
+use crate::node::link::SimEndpoint;
+
+/// A command on its way to a node.
+struct Outbound {
+    args: Vec<Vec<u8>>,
+    arrives: Instant,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// A reply on its way back.
+struct Inbound {
+    at: Instant,
+    answer: Answer,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// What a caller gets: the reply's RESP bytes, or a broken connection.
+enum Answer {
+    Bytes(Vec<u8>),
+    Broken,
+}
+
+/// One client's end of the link to one node.
+pub(crate) struct Endpoint {
+    world: Shared,
+    client: usize,
+    node: usize,
+    outbound: mpsc::UnboundedSender<Outbound>,
+}
+
+impl Endpoint {
+    /// Opens the link from `client` to `node`, spawning its two tasks on
+    /// the current runtime.
+    pub(crate) fn open(world: &Shared, client: usize, node: usize) -> Arc<Self> {
+        let (outbound, commands) = mpsc::unbounded_channel();
+        let (inbound, replies) = mpsc::unbounded_channel();
+        tokio::spawn(carry_commands(
+            world.clone(),
+            client,
+            node,
+            commands,
+            inbound,
+        ));
+        tokio::spawn(carry_replies(replies));
+        Arc::new(Endpoint {
+            world: world.clone(),
+            client,
+            node,
+            outbound,
+        })
+    }
+}
+
+/// Delivers commands in order: waits for each one's arrival (and for a
+/// stopped node to resume), applies it, and hands the reply to the
+/// reply task.
+async fn carry_commands(
+    world: Shared,
+    client: usize,
+    node: usize,
+    mut commands: mpsc::UnboundedReceiver<Outbound>,
+    replies: mpsc::UnboundedSender<Inbound>,
+) {
+    // Callers whose replies were lost: kept, so that they wait (and time
+    // out) as on a real connection whose replies never come.
+    let mut unanswered = Vec::new();
+    while let Some(command) = commands.recv().await {
+        tokio::time::sleep_until(command.arrives).await;
+        let answer = loop {
+            let delivery = world::lock(&world).deliver(node, &command.args);
+            match delivery {
+                Delivery::Reply(bytes) => break Some(Answer::Bytes(bytes)),
+                Delivery::Gone => break Some(Answer::Broken),
+                Delivery::Wait(resumed) => resumed.notified().await,
+            }
+        };
+        let Some(answer) = answer else { continue };
+        let at = match answer {
+            Answer::Broken => Some(Instant::now()),
+            Answer::Bytes(_) => world::lock(&world).reply_at(client, node),
+        };
+        match at {
+            Some(at) => {
+                let _ = replies.send(Inbound {
+                    at,
+                    answer,
+                    reply: command.reply,
+                });
+            }
+            None => unanswered.push(command.reply),
+        }
+    }
+}
+
+/// Delivers replies in order, each at its instant.
+async fn carry_replies(mut replies: mpsc::UnboundedReceiver<Inbound>) {
+    while let Some(reply) = replies.recv().await {
+        tokio::time::sleep_until(reply.at).await;
+        let _ = reply.reply.send(reply.answer);
+    }
+}
+
+fn io_error(kind: std::io::ErrorKind, message: &'static str) -> RedisError {
+    RedisError::from(std::io::Error::new(kind, message))
+}
+
+impl SimEndpoint for Endpoint {
+    fn call<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let args: Vec<Vec<u8>> = cmd
+            .args_iter()
+            .filter_map(|arg| match arg {
+                redis::Arg::Simple(bytes) => Some(bytes.to_vec()),
+                _ => None,
+            })
+            .collect();
+        let fate = world::lock(&self.world).send(self.client, self.node);
+        let (reply, answer) = oneshot::channel();
+        let sent = match fate {
+            Fate::Fail(kind, message) => Err(io_error(kind, message)),
+            Fate::Lost => Ok(false),
+            Fate::Arrives(arrives) => Ok(self
+                .outbound
+                .send(Outbound {
+                    args,
+                    arrives,
+                    reply,
+                })
+                .is_ok()),
+        };
+        Box::pin(async move {
+            if !sent? {
+                std::future::pending::<()>().await;
+            }
+            match answer.await {
+                Ok(Answer::Bytes(bytes)) => redis::parse_redis_value(&bytes)?.extract_error(),
+                Ok(Answer::Broken) | Err(_) => Err(io_error(
+                    std::io::ErrorKind::BrokenPipe,
+                    "Broken pipe (os error 32)",
+                )),
+            }
+        })
+    }
+}

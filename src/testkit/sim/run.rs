@@ -1,0 +1,396 @@
+//! One schedule: the world, the clients, the nemesis and the checkers on a
+//! paused single-thread runtime, all drawn from one seed.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::checks::{self, Record, is_ours, lives_for};
+use super::faults::{self, Fault, FaultKind, Model};
+use super::node::Persistence;
+use super::rng::Rng;
+use super::workload::{Client, ClientPlan, draw_clients};
+use super::world::{self, Process, Shared, World};
+use crate::Redlock;
+use crate::node::link::SimEndpoint;
+
+/// Nodes in every schedule.
+pub const NODES: usize = 5;
+
+/// How long the workload of a schedule runs, in virtual time.
+pub const SPAN: Duration = Duration::from_secs(10);
+
+/// A negative control: a fault outside the fault model, or a defect put
+/// back on purpose, that the checkers must see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Restart guard off; a majority of nodes restart empty, three times.
+    UnguardedEmptyRestart,
+    /// The clocks of a majority of nodes jump forward past every TTL.
+    MajorityClockJump,
+    /// Releases delete the key without comparing its value.
+    ReleaseWithoutCompare,
+}
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Everything is drawn from it.
+    pub seed: u64,
+    /// The faults, instead of those drawn from the seed (a shrunk list).
+    pub faults: Option<Vec<Fault>>,
+    /// A negative control to run.
+    pub control: Option<Control>,
+}
+
+/// What a schedule did and what the checkers found.
+#[derive(Debug)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// Every violation found, one line each.
+    pub violations: Vec<String>,
+    /// The faults it ran.
+    pub faults: Vec<Fault>,
+    /// The clients' configs.
+    pub clients: Vec<ClientPlan>,
+    /// Hash of the history (same seed, same hash).
+    pub hash: u64,
+    /// Operations the clients finished.
+    pub ops: usize,
+    /// Commands the nodes ran.
+    pub commands: u64,
+    /// One JSON line per operation.
+    pub history: Vec<String>,
+}
+
+/// Runs one schedule.
+pub fn run(plan: &Plan) -> Report {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return Report {
+                seed: plan.seed,
+                violations: vec![format!("no runtime: {e}")],
+                faults: Vec::new(),
+                clients: Vec::new(),
+                hash: 0,
+                ops: 0,
+                commands: 0,
+                history: Vec::new(),
+            };
+        }
+    };
+    let _seeded = crate::rng::seeded::install(plan.seed ^ 0x6c69_6272_6172_7900);
+    let _control = plan.control.map(crate::controls::install);
+    runtime.block_on(schedule(plan))
+}
+
+async fn schedule(plan: &Plan) -> Report {
+    let root = Rng::new(plan.seed);
+    let mut draw = root.fork(1);
+    let clients = 3 + draw.below(3);
+    let guarded = plan.control != Some(Control::UnguardedEmptyRestart) && draw.chance(0.5);
+    let mixed = guarded && draw.chance(0.3);
+    let plans = draw_clients(&mut draw, clients, guarded, mixed);
+    let max_rate = plans
+        .iter()
+        .map(|p| 1.0 + p.config.drift_factor() * 0.8)
+        .fold(f64::MAX, f64::min);
+    let model = Model {
+        nodes: NODES,
+        clients,
+        guarded,
+        max_rate,
+        span: SPAN,
+    };
+    let mut faults = plan
+        .faults
+        .clone()
+        .unwrap_or_else(|| faults::draw(&mut root.fork(2), &model));
+    if plan.faults.is_none() {
+        faults.extend(control_faults(plan.control));
+    }
+    let quarantine = plans.iter().filter_map(|p| p.config.quarantine()).max();
+    let world: Shared = Arc::new(Mutex::new(World::new(plan.seed, NODES, clients)));
+    let record = Arc::new(Mutex::new(Record::default()));
+    let start = tokio::time::Instant::now();
+    let shared_faults = Arc::new(faults.clone());
+    let mut built = Vec::new();
+    for (index, client_plan) in plans.iter().enumerate() {
+        let endpoints: Vec<Arc<dyn SimEndpoint>> = (0..NODES)
+            .map(|node| super::net::Endpoint::open(&world, index, node) as Arc<dyn SimEndpoint>)
+            .collect();
+        let redlock = match Redlock::simulated(endpoints, client_plan.config.clone()) {
+            Ok(redlock) => redlock,
+            Err(e) => {
+                record::violation(&record, format!("client {index}'s config refused: {e}"));
+                continue;
+            }
+        };
+        built.push(Arc::new(Client {
+            index,
+            redlock,
+            plan: client_plan.clone(),
+            record: record.clone(),
+            start,
+            faults: shared_faults.clone(),
+            quarantine,
+        }));
+    }
+    let nemesis = tokio::spawn(faults::nemesis(world.clone(), faults.clone()));
+    let oracle = tokio::spawn(watch(
+        world.clone(),
+        record.clone(),
+        faults.clone(),
+        guarded,
+    ));
+    let mut tasks = Vec::new();
+    for client in &built {
+        let client = client.clone();
+        let rng = root.fork(10 + client.index as u64);
+        tasks.push(tokio::spawn(async move { client.run(rng, SPAN).await }));
+    }
+    for task in tasks {
+        if let Err(e) = task.await {
+            record::violation(&record, format!("a client task failed: {e}"));
+        }
+    }
+    nemesis.abort();
+    oracle.abort();
+    final_phase(&world, &record, &built, &mut root.fork(3), guarded).await;
+    let commands = world::lock(&world).delivered;
+    let mut record = record::take(&record);
+    let overlaps = checks::overlaps(&record.holds);
+    let disorder = checks::fencing_disorder(&record.holds);
+    record.violations.extend(overlaps);
+    record.violations.extend(disorder);
+    Report {
+        seed: plan.seed,
+        hash: record.history_hash(),
+        violations: record.violations,
+        faults,
+        clients: plans,
+        ops: record.ops,
+        commands,
+        history: record.history,
+    }
+}
+
+/// The faults a negative control adds.
+fn control_faults(control: Option<Control>) -> Vec<Fault> {
+    let at = [2_000, 5_000, 8_000].map(Duration::from_millis);
+    let majority = [0, 1, 2];
+    let kind = |node| match control {
+        Some(Control::UnguardedEmptyRestart) => Some(FaultKind::Restart {
+            node,
+            persistence: Persistence::None,
+        }),
+        Some(Control::MajorityClockJump) => Some(FaultKind::ClockJump {
+            node,
+            by: Duration::from_secs(30),
+        }),
+        _ => None,
+    };
+    at.iter()
+        .flat_map(|&at| {
+            majority.iter().filter_map(move |&node| {
+                kind(node).map(|kind| Fault {
+                    at,
+                    lasts: Duration::ZERO,
+                    kind,
+                })
+            })
+        })
+        .collect()
+}
+
+/// The oracle, every few virtual milliseconds: a live guard never claims
+/// more validity than a quorum of nodes holds its keys for. A node that
+/// lost its data since the guard was acquired counts as holding when the
+/// restart guard is on (it refuses to vote instead).
+async fn watch(world: Shared, record: Arc<Mutex<Record>>, faults: Vec<Fault>, guarded: bool) {
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    loop {
+        tick.tick().await;
+        let world = world::lock(&world);
+        let mut record = record::lock(&record);
+        let now = world.elapsed();
+        let at = tokio::time::Instant::now();
+        let mut found = Vec::new();
+        for live in record.live.values() {
+            if live.value.is_empty() || live.extending || live.valid_until <= at {
+                continue;
+            }
+            let claim = live.valid_until - at;
+            for key in &live.keys {
+                let holding = (0..world.node_count())
+                    .filter(|&node| {
+                        let lost = guarded
+                            && faults.iter().any(|f| {
+                                f.at >= live.since && f.at <= now && lost_data(&f.kind, node)
+                            });
+                        let server = world.server(node);
+                        let ours = server
+                            .value(now, key)
+                            .is_some_and(|stored| is_ours(&stored, &live.value));
+                        let rate = server.clock().rate();
+                        let lives = lives_for(server.pttl(now, key), rate);
+                        lost || (ours
+                            && lives.is_some_and(|l| l + Duration::from_millis(2) >= claim))
+                    })
+                    .count();
+                if holding < live.quorum {
+                    let seen: Vec<String> = (0..world.node_count())
+                        .map(|node| {
+                            let server = world.server(node);
+                            let stored = server.value(now, key).map_or_else(
+                                || "-".to_owned(),
+                                |v| String::from_utf8_lossy(&v).chars().take(8).collect(),
+                            );
+                            format!("{stored}/{}", server.pttl(now, key))
+                        })
+                        .collect();
+                    found.push(format!(
+                        "oracle at {now:?}: a guard ({}) claims {claim:?} more on {key}, but only \
+                         {holding} nodes hold it that long (quorum {}; nodes: {})",
+                        live.value.chars().take(8).collect::<String>(),
+                        live.quorum,
+                        seen.join(" ")
+                    ));
+                }
+            }
+        }
+        for violation in found {
+            record.violation(violation);
+        }
+    }
+}
+
+/// A fault that makes `node` forget keys.
+fn lost_data(kind: &FaultKind, node: usize) -> bool {
+    kind.loses_keys()
+        && matches!(kind, FaultKind::Restart { node: n, .. }
+            | FaultKind::Flush { node: n }
+            | FaultKind::Failover { node: n, .. } if *n == node)
+}
+
+/// After the workload: every fault healed, quarantines over, then each
+/// client locks and releases fresh resources (with one node slow when the
+/// quorum allows it) and drains its background work. Every lock must be
+/// granted (liveness), and nothing may be left on any node (every delete
+/// was sent).
+async fn final_phase(
+    world: &Shared,
+    record: &Arc<Mutex<Record>>,
+    clients: &[Arc<Client>],
+    rng: &mut Rng,
+    guarded: bool,
+) {
+    {
+        let mut world = world::lock(world);
+        world.heal();
+    }
+    let longest = clients
+        .iter()
+        .map(|c| {
+            c.plan
+                .max_ttl
+                .max(c.plan.config.quarantine().unwrap_or_default())
+        })
+        .max()
+        .unwrap_or_default();
+    tokio::time::sleep(longest + Duration::from_millis(100)).await;
+    if guarded {
+        // A restarted node starts its quarantine at the first vote it
+        // sees: one attempt per client starts them, then they run out.
+        for client in clients {
+            let _ = client
+                .redlock
+                .try_lock("warm-up", Duration::from_millis(100))
+                .await;
+        }
+        tokio::time::sleep(longest * 2 + Duration::from_millis(100)).await;
+    }
+    let all_below_n = clients.iter().all(|c| c.redlock.quorum() < NODES);
+    let slowest = clients
+        .iter()
+        .map(|c| c.plan.config.node_timeout())
+        .min()
+        .unwrap_or_default();
+    if all_below_n && rng.chance(0.5) {
+        let by = slowest.mul_f64(0.5 + rng.unit() * 1.5);
+        let node = rng.below(NODES);
+        world::lock(world).set_node_links(node, world::LinkMode::Slow(by));
+    }
+    let mut tasks = Vec::new();
+    for client in clients {
+        let client = client.clone();
+        let record = record.clone();
+        tasks.push(tokio::spawn(async move {
+            for k in 0..3 {
+                let resource = format!("live-{}-{k}", client.index);
+                let ttl = client.plan.max_ttl.min(Duration::from_secs(1));
+                match client.redlock.lock(&resource, ttl).await {
+                    Ok(guard) => {
+                        let _ = guard.release().await;
+                    }
+                    Err(e) => record::violation(
+                        &record,
+                        format!(
+                            "liveness: client {} could not lock {resource} on healed nodes: {}",
+                            client.index,
+                            super::workload::describe(&e)
+                        ),
+                    ),
+                }
+            }
+            client.redlock.shutdown().await;
+        }));
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let world = world::lock(world);
+    let now = world.elapsed();
+    let mut found = Vec::new();
+    for node in 0..world.node_count() {
+        if world.process(node) != Process::Up {
+            continue;
+        }
+        for key in world.server(node).keys(now) {
+            if key.contains("lock:live-") {
+                found.push(format!(
+                    "leftover: {key} is still on node {node} after every client's shutdown()"
+                ));
+            }
+        }
+    }
+    drop(world);
+    for violation in found {
+        record::violation(record, violation);
+    }
+}
+
+/// Helpers on the shared record.
+mod record {
+    use std::sync::{Mutex, MutexGuard};
+
+    use super::Record;
+
+    pub(super) fn lock(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
+        super::super::workload::record(record)
+    }
+
+    pub(super) fn violation(record: &Mutex<Record>, what: String) {
+        lock(record).violation(what);
+    }
+
+    pub(super) fn take(record: &Mutex<Record>) -> Record {
+        std::mem::take(&mut *lock(record))
+    }
+}

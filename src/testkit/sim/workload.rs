@@ -1,0 +1,454 @@
+//! The clients of a run: a real [`Config`] each, drawn from the seed, and
+//! a loop of lock operations (every kind of call the library offers),
+//! recording every hold and every result for the checkers.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::checks::{Hold, Live, Record, json};
+use super::faults::{Fault, FaultKind, answers};
+use super::rng::Rng;
+use crate::{Config, Error, LockGuard, LockOptions, Redlock};
+
+/// One client's settings, as drawn.
+#[derive(Clone, Debug)]
+pub struct ClientPlan {
+    /// The config it runs with.
+    pub config: Config,
+    /// The longest TTL it asks for.
+    pub max_ttl: Duration,
+}
+
+/// Draws the clients' configs. `guarded`: every client runs the restart
+/// guard (with `mixed` max_ttl values among them when asked).
+pub fn draw_clients(rng: &mut Rng, clients: usize, guarded: bool, mixed: bool) -> Vec<ClientPlan> {
+    let quorum = match rng.below(6) {
+        0 => Some(4),
+        1 => Some(5),
+        _ => None,
+    };
+    (0..clients)
+        .map(|i| {
+            let node_timeout = Duration::from_millis(rng.between(20, 300));
+            let mut max_ttl = Duration::from_millis(rng.between(200, 2_000));
+            let mut config = Config::default()
+                .with_node_timeout(node_timeout)
+                .with_drift_factor(0.01 + rng.unit() * 0.04)
+                .with_retry_count(u32::try_from(rng.below(6)).unwrap_or(0))
+                .with_retry_delay(Duration::from_millis(rng.between(5, 200)))
+                .with_retry_jitter(Duration::from_millis(rng.between(0, 50)))
+                .with_fencing(rng.chance(0.3))
+                .with_release_notifications(false);
+            if let Some(q) = quorum {
+                config = config.with_quorum(q);
+            }
+            if guarded {
+                let guard_ttl = if mixed && i % 2 == 1 {
+                    max_ttl = max_ttl.min(Duration::from_millis(300));
+                    Duration::from_millis(300)
+                } else {
+                    max_ttl.max(Duration::from_millis(rng.between(2_000, 20_000)))
+                };
+                config = config.with_restart_guard(guard_ttl);
+            }
+            ClientPlan { config, max_ttl }
+        })
+        .collect()
+}
+
+/// Resources the clients contend on.
+const PLAIN: [&str; 3] = ["r0", "r1", "r2"];
+/// Resources of reentrant holds (another key kind).
+const REENTRANT: [&str; 2] = ["e0", "e1"];
+
+/// What one client does, shared with its operations.
+pub(crate) struct Client {
+    pub(crate) index: usize,
+    pub(crate) redlock: Redlock,
+    pub(crate) plan: ClientPlan,
+    pub(crate) record: Arc<Mutex<Record>>,
+    pub(crate) start: Instant,
+    /// The run's faults, to tell which nodes could answer a call.
+    pub(crate) faults: Arc<Vec<Fault>>,
+    /// The longest restart-guard quarantine among the clients.
+    pub(crate) quarantine: Option<Duration>,
+}
+
+/// The record, locked.
+pub(crate) fn record(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
+    record.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Client {
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.start)
+    }
+
+    fn virtual_of(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.start)
+    }
+
+    /// Runs operations until `until` (virtual time since the start).
+    pub(crate) async fn run(&self, mut rng: Rng, until: Duration) {
+        while self.now() < until {
+            self.one(&mut rng).await;
+            let pause = Duration::from_millis(rng.between(0, 40));
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    fn ttl(&self, rng: &mut Rng) -> Duration {
+        let max = u64::try_from(self.plan.max_ttl.as_millis()).unwrap_or(1_000);
+        Duration::from_millis(rng.between(60.min(max), max))
+    }
+
+    /// One operation, drawn.
+    async fn one(&self, rng: &mut Rng) {
+        let resource = *rng.pick(&PLAIN);
+        let ttl = self.ttl(rng);
+        let invoked = self.now();
+        match rng.below(10) {
+            0 | 1 => {
+                let got = self.redlock.lock(resource, ttl).await;
+                self.held("lock", resource, invoked, got, rng).await;
+            }
+            2 => {
+                let got = self.redlock.try_lock(resource, ttl).await;
+                let failed = got.is_err();
+                self.held("try_lock", resource, invoked, got, rng).await;
+                if failed {
+                    self.check_failed_attempt_latency(invoked);
+                }
+            }
+            3 => {
+                let options = match rng.below(4) {
+                    0 => LockOptions::new().no_wait(),
+                    1 => LockOptions::new().wait(Duration::from_millis(rng.between(10, 1_000))),
+                    2 => LockOptions::new().retries(u32::try_from(rng.below(4)).unwrap_or(0)),
+                    _ => LockOptions::new().fencing(true),
+                };
+                let got = self.redlock.lock_with(resource, ttl, &options).await;
+                self.held("lock_with", resource, invoked, got, rng).await;
+            }
+            4 => {
+                let other = *rng.pick(&PLAIN);
+                let got = self.redlock.lock_many(&[resource, other], ttl).await;
+                self.held("lock_many", resource, invoked, got, rng).await;
+            }
+            5 => {
+                let resource = *rng.pick(&REENTRANT);
+                let owner = format!("c{}-{}", self.index, rng.below(2));
+                let got = self.redlock.lock_reentrant(resource, &owner, ttl).await;
+                self.held("lock_reentrant", resource, invoked, got, rng)
+                    .await;
+            }
+            6 => self.scoped(resource, ttl, rng, false).await,
+            7 => self.scoped(resource, ttl, rng, true).await,
+            8 => {
+                // Cancelled mid-acquisition: the partial keys must go.
+                let within = Duration::from_millis(rng.between(0, 30));
+                let got = tokio::time::timeout(within, self.redlock.lock(resource, ttl)).await;
+                match got {
+                    Ok(got) => self.held("lock", resource, invoked, got, rng).await,
+                    Err(_) => self.log("lock_cancelled", resource, invoked, "cancelled"),
+                }
+            }
+            _ => {
+                let got = self.redlock.lock(resource, ttl).await;
+                match got {
+                    Ok(mut guard) => {
+                        guard.auto_extend();
+                        self.hold_for(guard, "auto_extend", invoked, ttl * 3, rng)
+                            .await;
+                    }
+                    Err(e) => self.log("auto_extend", resource, invoked, &describe(&e)),
+                }
+            }
+        }
+        record(&self.record).ops += 1;
+    }
+
+    /// After an acquisition: holds, maybe extends, then releases or drops.
+    async fn held(
+        &self,
+        op: &str,
+        resource: &str,
+        invoked: Duration,
+        got: crate::Result<LockGuard>,
+        rng: &mut Rng,
+    ) {
+        match got {
+            Ok(guard) => {
+                let ttl = self.ttl(rng);
+                let hold = Duration::from_millis(rng.between(0, ttl.as_millis() as u64 * 3 / 2));
+                self.hold_for(guard, op, invoked, hold, rng).await;
+            }
+            Err(e) => self.log(op, resource, invoked, &describe(&e)),
+        }
+    }
+
+    /// Holds `guard` for `hold`, sometimes extending it, then releases it
+    /// (or drops it), recording the hold.
+    async fn hold_for(
+        &self,
+        mut guard: LockGuard,
+        op: &str,
+        invoked: Duration,
+        hold: Duration,
+        rng: &mut Rng,
+    ) {
+        let start = self.now();
+        let holder = self.holder_of(&guard);
+        let live = self.go_live(&guard, start);
+        self.log(op, guard.resource(), invoked, "ok");
+        let steps = 1 + rng.below(3);
+        for _ in 0..steps {
+            tokio::time::sleep(hold / u32::try_from(steps).unwrap_or(1)).await;
+            self.track(live, &guard);
+            if rng.chance(0.3) {
+                let ttl = self.ttl(rng);
+                let invoked = self.now();
+                record(&self.record).extending(live);
+                let extended = guard.extend(ttl).await;
+                let result = extended
+                    .as_ref()
+                    .map_or_else(describe, |()| "ok".to_owned());
+                self.log("extend", guard.resource(), invoked, &result);
+                self.track(live, &guard);
+            }
+        }
+        let end = self.now().min(self.virtual_of(guard.valid_until()));
+        self.finish(live, &guard, holder, start, end);
+        if rng.chance(0.8) {
+            let invoked = self.now();
+            let released = guard.release().await;
+            let result = released
+                .as_ref()
+                .map_or_else(describe, |()| "ok".to_owned());
+            self.log("release", "-", invoked, &result);
+        } else {
+            drop(guard);
+        }
+    }
+
+    /// `with_lock` or `try_with_lock` with a job of a drawn length.
+    async fn scoped(&self, resource: &str, ttl: Duration, rng: &mut Rng, try_only: bool) {
+        let invoked = self.now();
+        let job = Duration::from_millis(rng.between(0, ttl.as_millis() as u64 * 3));
+        let steps = 1 + rng.below(4);
+        let body = async |guard: &LockGuard| {
+            let start = self.now();
+            let live = self.go_live(guard, start);
+            let mut open = Open {
+                client: self,
+                live,
+                guard,
+                holder: self.holder_of(guard),
+                start,
+            };
+            for _ in 0..steps {
+                tokio::time::sleep(job / u32::try_from(steps).unwrap_or(1)).await;
+                self.track(open.live, open.guard);
+            }
+            open.close();
+        };
+        let (op, result) = if try_only {
+            let done = self.redlock.try_with_lock(resource, ttl, body).await;
+            if matches!(done, Ok(None)) {
+                self.check_skip(resource, invoked);
+            }
+            (
+                "try_with_lock",
+                done.map(|d| d.map_or("skipped", |()| "ok")),
+            )
+        } else {
+            let done = self.redlock.with_lock(resource, ttl, body).await;
+            ("with_lock", done.map(|()| "ok"))
+        };
+        let result = result.map_or_else(|e| describe(&e), str::to_owned);
+        self.log(op, resource, invoked, &result);
+    }
+
+    fn holder_of(&self, guard: &LockGuard) -> String {
+        guard.value().to_owned()
+    }
+
+    fn go_live(&self, guard: &LockGuard, since: Duration) -> u64 {
+        let prefix = self.plan.config.key_prefix();
+        let keys = guard
+            .resources()
+            .iter()
+            .map(|r| crate::keys::lock_key(prefix, r))
+            .collect();
+        let reentrant = REENTRANT.contains(&guard.resource());
+        let live = Live {
+            keys,
+            value: if reentrant {
+                String::new()
+            } else {
+                guard.value().to_owned()
+            },
+            valid_until: guard.valid_until(),
+            quorum: self.redlock.quorum(),
+            since,
+            extending: false,
+        };
+        record(&self.record).go_live(live)
+    }
+
+    fn track(&self, live: u64, guard: &LockGuard) {
+        record(&self.record).extended(live, guard.valid_until());
+    }
+
+    fn finish(&self, live: u64, guard: &LockGuard, holder: String, start: Duration, end: Duration) {
+        let mut record = record(&self.record);
+        record.live.remove(&live);
+        let reentrant = REENTRANT.contains(&guard.resource());
+        record.holds.push(Hold {
+            client: self.index,
+            holder: if reentrant {
+                format!("reentrant:{}", guard.resource())
+            } else {
+                holder
+            },
+            resources: guard.resources().to_vec(),
+            start,
+            end,
+            tokens: guard.fencing_tokens().map(<[u64]>::to_vec),
+        });
+    }
+
+    fn log(&self, op: &str, resource: &str, invoked: Duration, result: &str) {
+        let line = format!(
+            "{{\"client\":{},\"op\":{},\"resource\":{},\"invoke_ms\":{:.3},\"return_ms\":{:.3},\
+             \"result\":{}}}",
+            self.index,
+            json(op),
+            json(resource),
+            invoked.as_secs_f64() * 1000.0,
+            self.now().as_secs_f64() * 1000.0,
+            json(result)
+        );
+        record(&self.record).log(line);
+    }
+
+    /// A failed single attempt answers at its decision: within one node
+    /// timeout (and the links' latency), not after waiting for clean-ups.
+    fn check_failed_attempt_latency(&self, invoked: Duration) {
+        let took = self.now().saturating_sub(invoked);
+        let bound = self.plan.config.node_timeout() + Duration::from_millis(10);
+        if took > bound && !self.paused_between(invoked) {
+            record(&self.record).violation(format!(
+                "latency: client {}'s failed try_lock invoked at {invoked:?} answered after \
+                 {took:?}, beyond one node timeout ({:?})",
+                self.index,
+                self.plan.config.node_timeout()
+            ));
+        }
+    }
+}
+
+impl Client {
+    /// The client was paused at some time since `invoked`.
+    fn paused_between(&self, invoked: Duration) -> bool {
+        let now = self.now();
+        self.faults.iter().any(|f| {
+            matches!(f.kind, FaultKind::PauseClient { client } if client == self.index)
+                && f.at <= now
+                && invoked < f.at + f.lasts
+        })
+    }
+
+    /// `try_with_lock` skipped: refusals alone must have made a quorum
+    /// impossible, so at least N - Q + 1 nodes must have been able to
+    /// answer this call.
+    fn check_skip(&self, resource: &str, invoked: Duration) {
+        if self.paused_between(invoked) {
+            return;
+        }
+        let window = (invoked, self.now());
+        let nodes = self.redlock.node_count();
+        let answering = (0..nodes)
+            .filter(|&node| {
+                answers(
+                    &self.faults,
+                    self.index,
+                    node,
+                    window,
+                    self.plan.config.node_timeout(),
+                    self.quarantine,
+                )
+            })
+            .count();
+        let needed = nodes - self.redlock.quorum() + 1;
+        if answering < needed {
+            record(&self.record).violation(format!(
+                "skip: client {}'s try_with_lock({resource}) invoked at {invoked:?} skipped as \
+                 held elsewhere, but only {answering} nodes could answer it (refusals from \
+                 {needed} are needed to rule a quorum out)",
+                self.index
+            ));
+        }
+    }
+}
+
+/// A hold taken inside a scoped job; recorded when the job ends or is
+/// cancelled (dropped), whichever comes first.
+struct Open<'a> {
+    client: &'a Client,
+    live: u64,
+    guard: &'a LockGuard,
+    holder: String,
+    start: Duration,
+}
+
+impl Open<'_> {
+    fn close(&mut self) {
+        if self.live == 0 {
+            return;
+        }
+        let client = self.client;
+        let end = client
+            .now()
+            .min(client.virtual_of(self.guard.valid_until()));
+        client.finish(
+            self.live,
+            self.guard,
+            std::mem::take(&mut self.holder),
+            self.start,
+            end,
+        );
+        self.live = 0;
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A short text for an error, for the history.
+pub(crate) fn describe(e: &Error) -> String {
+    match e {
+        Error::NotAcquired(attempts) => format!(
+            "not acquired (granted {}, refused {}, unavailable {}, misconfigured {}; contended \
+             {}, unavailable {}; nodes: {})",
+            attempts.granted(),
+            attempts.refused(),
+            attempts.unavailable(),
+            attempts.misconfigured(),
+            attempts.is_contended(),
+            attempts.is_unavailable(),
+            attempts
+                .nodes()
+                .iter()
+                .map(|n| n.outcome().to_string().chars().take(60).collect::<String>())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
+        other => other.to_string(),
+    }
+}
