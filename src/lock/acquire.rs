@@ -149,7 +149,8 @@ async fn attempt(
         }
         None => Request::acquire(keys, &value, &ttl.millis, shared.guard()),
     };
-    let after = (Leftover::Finish, &Gates::default());
+    let first = Gates::default();
+    let after = (Leftover::Finish, shared.chain(&first));
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);

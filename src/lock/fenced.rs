@@ -101,7 +101,7 @@ pub(crate) async fn attempt(
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
         // writes nothing.
-        let after = (Leftover::Finish, &pending.gates);
+        let after = (Leftover::Finish, shared.chain(&pending.gates));
         let mut written = shared.vote_round("fence", after, request).await;
         // The write-back calls follow phase 1's on each node.
         pending.gates = std::mem::take(&mut written.gates);
