@@ -3,7 +3,7 @@
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub use crate::attempts::Attempts;
+pub use crate::attempts::{Attempts, Reason};
 pub use crate::outcome::{NodeOutcome, NodeReport};
 
 /// Everything that can go wrong, as a value the caller can match on.

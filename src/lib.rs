@@ -316,7 +316,7 @@ pub use config::{
     DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
-pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
+pub use error::{Attempts, Error, NodeOutcome, NodeReport, Reason, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
 pub use inspect::{Inspection, NodeHold, NodeView};

@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use redquorum::Error;
 use redquorum::testkit::{LocalCluster, ProxyMode};
+use redquorum::{Error, Reason};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -44,6 +44,7 @@ async fn try_with_lock_with_four_of_five_nodes_out_is_an_error_not_a_skip() {
     // attempt was decided: a majority is down, nobody is known to hold it.
     match result {
         Err(Error::NotAcquired(why)) => {
+            assert_eq!(why.reason(), Reason::Unavailable, "{why}");
             assert!(why.is_unavailable(), "{why}");
             assert!(!why.is_contended(), "{why}");
         }
@@ -59,6 +60,8 @@ async fn an_attempt_with_four_of_five_nodes_out_is_unavailable_only() {
         panic!("acquired with four of five nodes out");
     };
     assert_eq!(why.refused(), 1, "{why}");
+    assert_eq!(why.reason(), Reason::Unavailable, "{why}");
+    assert!(why.to_string().contains("nodes unavailable"), "{why}");
     assert!(why.is_unavailable(), "{why}");
     assert!(!why.is_contended(), "{why}");
     assert!(!why.is_misconfigured(), "{why}");

@@ -109,8 +109,10 @@ pub(crate) async fn acquire(
             return Err(Error::NotAcquired(Box::new(attempts)));
         }
         // Only a lock held by someone gets released: an attempt that
-        // met no holder (nodes down) has nothing to wait for.
-        if interest.is_none() && report.is_contended() && config.release_notifications() {
+        // met no holder (nodes down) has nothing to wait for; one that met
+        // a holder on any node may (with a quorum of nodes down it is not
+        // contended, yet that holder's release frees those nodes).
+        if interest.is_none() && report.refused() > 0 && config.release_notifications() {
             let channels = resources
                 .iter()
                 .map(|r| keys::channel(config.key_prefix(), r))

@@ -171,27 +171,11 @@ pub(crate) async fn require_checks(shared: &Shared) -> Result<()> {
 }
 
 impl Failure {
-    /// Why the attempt failed, for spans and metrics: `validity_exhausted`
-    /// (a quorum granted too late), `misconfigured` or `unavailable` (too
-    /// few usable nodes for a quorum even had the lock been free, with or
-    /// without misconfigured ones among them, as
-    /// [`Attempts::is_misconfigured`](crate::Attempts::is_misconfigured)
-    /// tells), or `contended`.
+    /// Why the attempt failed, for spans and metrics: its
+    /// [`Reason`](crate::Reason) as a label (`misconfigured`,
+    /// `unavailable`, `validity_exhausted` or `contended`).
     pub(crate) fn kind(&self, quorum: usize) -> &'static str {
-        let count = |pred: fn(&crate::NodeOutcome) -> bool| {
-            self.reports.iter().filter(|r| pred(r.outcome())).count()
-        };
-        let misconfigured = count(crate::NodeOutcome::is_misconfigured);
-        let usable = self.reports.len() - misconfigured - count(crate::NodeOutcome::is_unavailable);
-        if self.validity_exhausted {
-            "validity_exhausted"
-        } else if usable < quorum && misconfigured > 0 {
-            "misconfigured"
-        } else if usable < quorum {
-            "unavailable"
-        } else {
-            "contended"
-        }
+        crate::Reason::of(&self.reports, quorum, self.validity_exhausted).as_str()
     }
 }
 
