@@ -9,8 +9,9 @@
 //! become impossible: a slow or hung node never holds up the answer. The
 //! lock is then valid for the TTL minus the time the round took minus a
 //! clock-drift allowance, all measured on a monotonic clock. A failed
-//! attempt is released on every node before the next one, with a fresh
-//! random value each time.
+//! attempt answers at its decision and is released on every node in the
+//! background (each node's delete is sent before the next attempt's call
+//! to that node), and the next attempt has a fresh random value.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -223,6 +224,7 @@
 //! | `redquorum.extend` | one extension round, yours or the watchdog's |
 //! | `redquorum.release` | the release of a held lock (`redquorum.dropped` when by `Drop`) |
 //! | `redquorum.check` | one run of the start-up checks |
+//! | `redquorum.cleanup` | at DEBUG, a failed attempt's clean-up, run in the background after the attempt answered (a root span that follows from the attempt's) |
 //!
 //! Their fields: `db.system.name` (`redis`), `db.operation.name`,
 //! `redquorum.resource`, `redquorum.attempt`, `redquorum.quorum`,

@@ -12,7 +12,7 @@
 //!
 //! | name | kind | unit | labels | what |
 //! |---|---|---|---|---|
-//! | `redquorum.lock.acquire.duration` | histogram | s | `outcome` | one acquisition attempt, from its first request to its decision (a failed attempt's clean-up included); `outcome`: `acquired`, `contended`, `unavailable`, `misconfigured`, `validity_exhausted` |
+//! | `redquorum.lock.acquire.duration` | histogram | s | `outcome` | one acquisition attempt, from its first request to its decision (a failed attempt's clean-up, in the background, not included); `outcome`: `acquired`, `contended`, `unavailable`, `misconfigured`, `validity_exhausted` |
 //! | `redquorum.lock.wait.duration` | histogram | s | `outcome` | one `lock()`/`try_lock()` (and the `_many`, `_reentrant` kinds) from call to return, retries and pauses included; `outcome` as above, of the last attempt |
 //! | `redquorum.lock.acquire.attempts` | histogram | {attempt} | `outcome` | attempts made by one such call |
 //! | `redquorum.lock.hold.duration` | histogram | s | `outcome` | from the start of the acquisition to the release: `released` (a quorum still held it), `expired` (validity ran out or no quorum held it), `dropped` (the guard was dropped) |

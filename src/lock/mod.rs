@@ -64,6 +64,7 @@ impl Shared {
             after,
             background: &self.background,
             late: Late::Drop,
+            sent: None,
         }
     }
 
@@ -71,19 +72,20 @@ impl Shared {
     /// after `after`: a release ([`Ending::Release`], announced where a
     /// waiter marked the lock) or the clean-up of a failed attempt
     /// ([`Ending::Cleanup`], announced nowhere). Every delete is sent, once
-    /// its node's call in `after` is over ([`Late::Keep`]).
+    /// its node's call in `after` is over ([`Late::Keep`]); `sent`, if
+    /// given, opens each node's gate once its delete has been sent.
     pub(crate) async fn release_round(
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
-        (leftover, after): (Leftover, &Gates),
+        (leftover, after, sent): (Leftover, &Gates, Option<&Gates>),
         ending: Ending,
     ) -> Round {
         let request = match ending {
             Ending::Release => Request::release(keys, value),
             Ending::Cleanup { mark } => Request::cleanup(keys, value, mark),
         };
-        let chain = self.chain(after).keeping_late();
+        let chain = self.chain(after).keeping_late().telling_sent(sent);
         self.vote_round("release", (leftover, chain), request).await
     }
 
@@ -139,6 +141,9 @@ pub(crate) enum Ending {
 pub(crate) struct Failure {
     pub(crate) reports: Vec<NodeReport>,
     pub(crate) validity_exhausted: bool,
+    /// Per node, when the clean-up's delete has been sent: the next
+    /// attempt's call to that node follows it.
+    pub(crate) cleaned: Gates,
 }
 
 /// Runs the start-up checks, logs the warnings, and fails on the problems

@@ -3,6 +3,7 @@
 //! an attempt that failed or was cancelled.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -32,7 +33,7 @@ impl Held {
                 .release_round(
                     &self.keys,
                     &self.value,
-                    (Leftover::Finish, &last),
+                    (Leftover::Finish, &last, None),
                     Ending::Release,
                 )
                 .await
@@ -85,7 +86,12 @@ pub(crate) fn spawn_release(
             let start = Instant::now();
             let after = before.await;
             let round = shared
-                .release_round(&keys, &value, (Leftover::Finish, &after), Ending::Release)
+                .release_round(
+                    &keys,
+                    &value,
+                    (Leftover::Finish, &after, None),
+                    Ending::Release,
+                )
                 .await;
             finish(&span, &round, start);
         }
@@ -126,21 +132,54 @@ impl ReleaseOnDrop {
         }
     }
 
-    /// Releases a failed attempt's keys on every node, waiting for each
-    /// (a `SET` may have landed where no answer came), each after that
-    /// node's call of the attempt, then disarms. Announces nothing:
-    /// contenders that split the vote back off for their retry delay
-    /// instead of waking each other in a loop. With `mark` (the attempt's
-    /// `lock()` will wait with release notifications), the locks it lost
-    /// are marked as awaited, so that their releases announce themselves.
-    /// Cancelled midway, the drop releases instead.
-    pub(crate) async fn release_failed(self, mark: bool) {
-        let after = (Leftover::Wait, &self.gates);
-        let ending = Ending::Cleanup { mark };
-        self.shared
-            .release_round(&self.keys, &self.value, after, ending)
-            .await;
+    /// Releases a failed attempt's keys on every node, each after that
+    /// node's call of the attempt (a `SET` may have landed where no answer
+    /// came), and disarms. The attempt answers at its decision, not after
+    /// the slowest node's delete: the round is polled once here, which
+    /// hands the deletes of the nodes that need not wait to their
+    /// connections (a later call of this `Redlock` to those nodes lands
+    /// after them), and then goes on in a background task that
+    /// [`Redlock::shutdown`](crate::Redlock::shutdown) waits for. Returns,
+    /// per node, when the delete has been sent: the next attempt of the
+    /// same `lock()` sends its call to that node only then (so that this
+    /// attempt's own key never refuses it), without waiting for the
+    /// answer. Announces nothing: contenders that split the vote back off
+    /// for their retry delay instead of waking each other in a loop. With
+    /// `mark` (the attempt's `lock()` will wait with release
+    /// notifications), the locks it lost are marked as awaited, so that
+    /// their releases announce themselves.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it never waits (the one poll returns at once).
+    pub(crate) async fn release_failed(mut self, mark: bool) -> Gates {
+        let shared = Arc::clone(&self.shared);
+        let sent = Gates::closed(
+            shared.nodes.len(),
+            Instant::now() + shared.config.node_timeout(),
+        );
+        let task = {
+            let shared = Arc::clone(&shared);
+            let (keys, value) = (Arc::clone(&self.keys), Arc::clone(&self.value));
+            let (after, sent) = (std::mem::take(&mut self.gates), sent.clone());
+            async move {
+                let ending = Ending::Cleanup { mark };
+                let after = (Leftover::Wait, &after, Some(&sent));
+                shared.release_round(&keys, &value, after, ending).await;
+            }
+        };
+        let resources = Arc::clone(&self.resources);
+        let resource = resources.first().map_or("", String::as_str);
+        let mut task = Box::pin(task.instrument(spans::cleanup(resource, shared.quorum)));
         self.disarm();
+        let done = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx).is_ready())).await;
+        if !done && !shared.background.spawn(task) {
+            tracing::warn!(
+                resource,
+                "no tokio runtime to clean up a failed attempt; its keys expire at their TTL"
+            );
+        }
+        sent
     }
 
     /// The keys are accounted for: nothing to do on drop. Returns when the

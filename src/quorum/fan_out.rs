@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
 
-use super::gates::Gates;
+use super::gates::{Gates, sent_then};
 use super::{Chain, Decision, Late, Leftover, Round, Tally};
 use crate::error::NodeOutcome;
 use crate::node::{Node, NodeError, NodeResult, observe};
@@ -194,7 +194,7 @@ where
     let keep = chain.late == Late::Keep;
     let mut kept = Vec::new();
     let calls = nodes.iter().enumerate().map(|(index, node)| {
-        let answer = call(node);
+        let answer = sent_then(call(node), chain.sent.map(|sent| sent.opener(index)));
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
         if keep {

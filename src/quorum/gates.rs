@@ -91,6 +91,19 @@ impl Gates {
     }
 }
 
+/// Runs `future`, dropping `opener` (opening its gate) right after the
+/// first poll: for a node call, once the command has been handed to the
+/// connection, which writes commands in the order it was given them.
+pub(crate) async fn sent_then<F: Future>(future: F, mut opener: Option<Opener>) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        let poll = future.as_mut().poll(cx);
+        opener = None;
+        poll
+    })
+    .await
+}
+
 /// Opens one node's gate when dropped ([`Gates::opener`]).
 #[derive(Debug)]
 pub(crate) struct Opener {
@@ -142,6 +155,17 @@ mod tests {
         let _never = gates.opener(0);
         gates.opened(0).await;
         assert_eq!(Instant::now(), until);
+    }
+
+    #[tokio::test]
+    async fn a_sent_gate_opens_after_the_first_poll_not_at_the_answer() {
+        let gates = Gates::closed(1, far());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let call = tokio::spawn(sent_then(rx, Some(gates.opener(0))));
+        gates.opened(0).await;
+        assert!(!call.is_finished());
+        drop(tx);
+        assert!(call.await.is_ok());
     }
 
     #[tokio::test]

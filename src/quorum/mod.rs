@@ -28,15 +28,25 @@ pub(crate) struct Chain<'a> {
     pub(crate) background: &'a Background,
     /// What becomes of the calls still in flight at the round's deadline.
     pub(crate) late: Late,
+    /// When set, each node's gate here opens once this round's call to it
+    /// has been sent (handed to the node's connection), not answered: a
+    /// round that must only follow it on the connection waits no longer.
+    pub(crate) sent: Option<&'a Gates>,
 }
 
-impl Chain<'_> {
+impl<'a> Chain<'a> {
     /// This chain for a round of deletes ([`Late::Keep`]).
     pub(crate) fn keeping_late(self) -> Self {
         Chain {
             late: Late::Keep,
             ..self
         }
+    }
+
+    /// This chain, opening `sent`'s gate of each node once its call has
+    /// been sent ([`Chain::sent`]).
+    pub(crate) fn telling_sent(self, sent: Option<&'a Gates>) -> Self {
+        Chain { sent, ..self }
     }
 }
 
