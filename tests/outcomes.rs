@@ -66,3 +66,29 @@ async fn an_attempt_with_four_of_five_nodes_out_is_unavailable_only() {
     assert!(!why.is_contended(), "{why}");
     assert!(!why.is_misconfigured(), "{why}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_no_quorum_could_confirm_is_not_reported_as_expired() {
+    let cluster = cluster(5);
+    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
+    warm_up(&redlock).await;
+    let resource = unique("unconfirmed");
+    let guard = redlock.try_lock(&resource, TTL).await.unwrap();
+    for i in [1, 2, 4] {
+        cluster.set_proxy(i, ProxyMode::Blackhole);
+    }
+    // 30 s of validity left: the lock has not expired, three of five
+    // nodes just cannot say whether they deleted it.
+    assert!(guard.remaining() > TTL / 2);
+    let released = guard.release().await;
+    let Err(error) = released else {
+        panic!("a release with 3 of 5 nodes hung was confirmed");
+    };
+    assert!(!matches!(error, Error::Expired), "{error}");
+    let text = error.to_string();
+    for i in [1, 2, 4] {
+        let url = cluster.url(i);
+        let name = url.trim_start_matches("redis://").trim_end_matches('/');
+        assert!(text.contains(name), "node {i} ({name}) not named: {text}");
+    }
+}
