@@ -124,7 +124,15 @@ pub struct Attempts {
     quorum: usize,
     nodes: Vec<NodeReport>,
     validity_exhausted: bool,
-    extension: bool,
+    operation: Operation,
+}
+
+/// What a report is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operation {
+    Acquire,
+    Extend,
+    Release,
 }
 
 impl Attempts {
@@ -142,20 +150,32 @@ impl Attempts {
             quorum,
             nodes,
             validity_exhausted: false,
-            extension: false,
+            operation: Operation::Acquire,
         }
     }
 
     /// The report is of an extension, not an acquisition.
     pub(crate) fn of_extension(mut self) -> Self {
-        self.extension = true;
+        self.operation = Operation::Extend;
+        self
+    }
+
+    /// The report is of a release, not an acquisition.
+    pub(crate) fn of_release(mut self) -> Self {
+        self.operation = Operation::Release;
         self
     }
 
     /// True when the report is of an extension (the lock was held, and an
     /// extension could not be confirmed), false for an acquisition.
     pub fn is_extension(&self) -> bool {
-        self.extension
+        self.operation == Operation::Extend
+    }
+
+    /// True when the report is of a release that could not be confirmed
+    /// ([`Error::ReleaseUnconfirmed`](crate::Error::ReleaseUnconfirmed)).
+    pub fn is_release(&self) -> bool {
+        self.operation == Operation::Release
     }
 
     pub(crate) fn with_validity_exhausted(mut self, exhausted: bool) -> Self {
@@ -264,18 +284,22 @@ impl Attempts {
 impl fmt::Display for Attempts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason = self.reason();
-        if self.extension {
-            write!(
+        match self.operation {
+            Operation::Extend => write!(
                 f,
                 "extension of lock {:?} not confirmed, {reason}: ",
                 self.resource
-            )?;
-        } else {
-            write!(
+            )?,
+            Operation::Release => write!(
+                f,
+                "release of lock {:?} not confirmed, {reason}: ",
+                self.resource
+            )?,
+            Operation::Acquire => write!(
                 f,
                 "lock {:?} not acquired after {} attempt(s), {reason}: ",
                 self.resource, self.attempts
-            )?;
+            )?,
         }
         if self.validity_exhausted {
             f.write_str("a quorum answered too late, no validity left; ")?;
@@ -288,7 +312,7 @@ impl fmt::Display for Attempts {
             self.quorum
         )?;
         let refused = self.refused();
-        if refused > 0 && self.extension {
+        if refused > 0 && self.operation != Operation::Acquire {
             write!(f, "; {refused} no longer ours")?;
         } else if refused > 0 {
             write!(f, "; {refused} held by another owner")?;
@@ -302,6 +326,9 @@ impl fmt::Display for Attempts {
         for report in self.nodes.iter().filter(|r| r.outcome().is_unavailable()) {
             write!(f, "{sep}{report}")?;
             sep = ", ";
+        }
+        if self.operation == Operation::Release {
+            f.write_str("; the lock had not expired, and its keys on the nodes that did not answer lapse at their TTL")?;
         }
         Ok(())
     }
@@ -483,6 +510,29 @@ mod tests {
                 assert_eq!(a.reason(), Reason::Contended, "{outcomes:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_unconfirmed_release_says_so_and_names_the_silent_nodes() {
+        let a = attempts(&[
+            NodeOutcome::Granted,
+            NodeOutcome::TimedOut,
+            NodeOutcome::TimedOut,
+            NodeOutcome::Granted,
+            NodeOutcome::TimedOut,
+        ])
+        .of_release();
+        assert!(a.is_release() && !a.is_extension());
+        let text = a.to_string();
+        assert!(
+            text.starts_with("release of lock \"res\" not confirmed, nodes unavailable"),
+            "{text}"
+        );
+        assert!(
+            text.contains("n1:6379: timed out, n2:6379: timed out, n4:6379: timed out"),
+            "{text}"
+        );
+        assert!(text.contains("lapse at their TTL"), "{text}");
     }
 
     #[test]

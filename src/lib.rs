@@ -231,7 +231,7 @@
 //! `redquorum.granted` and `redquorum.refused` (votes of the deciding
 //! round), `redquorum.outcome` (`acquired`, `contended`, `unavailable`, `misconfigured`,
 //! `validity_exhausted`, `extended`, `gone`, `expired`, `not_confirmed`,
-//! `released`, `ok`, `problems`), `error.type` (the outcome, when it is a
+//! `released`, `unconfirmed`, `ok`, `problems`), `error.type` (the outcome, when it is a
 //! failure) and `redquorum.elapsed_ms`. Inside them, each node's answer is
 //! an event at DEBUG with `server.address`, `server.port`,
 //! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`,

@@ -85,6 +85,11 @@ async fn a_release_no_quorum_could_confirm_is_not_reported_as_expired() {
         panic!("a release with 3 of 5 nodes hung was confirmed");
     };
     assert!(!matches!(error, Error::Expired), "{error}");
+    let Error::ReleaseUnconfirmed(why) = &error else {
+        panic!("expected ReleaseUnconfirmed, got {error:?}");
+    };
+    assert!(why.is_release() && why.is_unavailable(), "{why}");
+    assert_eq!((why.granted(), why.unavailable()), (2, 3), "{why}");
     let text = error.to_string();
     for i in [1, 2, 4] {
         let url = cluster.url(i);

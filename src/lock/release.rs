@@ -9,20 +9,59 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{Ending, Held, Shared};
+use crate::error::NodeReport;
 use crate::quorum::{Decision, Gates, Leftover, Round};
 use crate::spans::{self, End};
+
+/// How the release of a held lock ended.
+#[derive(Debug)]
+pub(crate) enum Released {
+    /// A quorum still held the lock, within its validity.
+    Held,
+    /// The validity had run out before the release, or more than N −
+    /// quorum nodes answered that the lock is not ours.
+    Expired,
+    /// Neither: too few nodes answered to confirm the release. Each
+    /// node's answer, in node order.
+    Unconfirmed(Vec<NodeReport>),
+}
+
+impl Released {
+    /// The outcome of spans and metrics: `released`, `expired` or
+    /// `unconfirmed`.
+    fn label(&self) -> &'static str {
+        match self {
+            Released::Held => "released",
+            Released::Expired => "expired",
+            Released::Unconfirmed(_) => "unconfirmed",
+        }
+    }
+
+    /// How `round`, a release round, ended; `expired`: the validity had
+    /// run out before it.
+    fn of(round: &Round, shared: &Shared, expired: bool) -> Self {
+        if expired {
+            Released::Expired
+        } else if round.decision == Decision::Won {
+            Released::Held
+        } else if round.refused() > shared.nodes.len() - shared.quorum {
+            Released::Expired
+        } else {
+            Released::Unconfirmed(round.reports(&shared.nodes))
+        }
+    }
+}
 
 impl Held {
     /// Marks the lock lost (its watchers stop) and deletes it on every node
     /// that still holds our value, each node's call chained after its call
-    /// of the latest round, announcing the release to waiters. True when a
-    /// quorum still held it.
+    /// of the latest round, announcing the release to waiters.
     ///
     /// # Cancel safety
     ///
     /// The deletes already sent complete; compare-and-delete can never
     /// remove another owner's key.
-    pub(crate) async fn release(&self, shared: &Shared) -> bool {
+    pub(crate) async fn release(&self, shared: &Shared) -> Released {
         let span = spans::release(self.resource(), shared.quorum, false);
         let start = Instant::now();
         let expired = self.remaining().is_zero();
@@ -40,24 +79,20 @@ impl Held {
         }
         .instrument(span.clone())
         .await;
-        finish(&span, &round, start);
-        let held = round.decision == Decision::Won && !expired;
+        let released = Released::of(&round, shared, expired);
+        finish(&span, &round, &released, start);
         let meter = crate::metrics::lock(&shared.config, self.resource());
-        meter.hold_ended(
-            if held { "released" } else { "expired" },
-            self.acquired_at.elapsed(),
-        );
-        round.decision == Decision::Won
+        meter.hold_ended(released.label(), self.acquired_at.elapsed());
+        released
     }
 }
 
 /// Records how a release round ended on its span: `released` when a
-/// quorum still held the lock, else `expired`.
-fn finish(span: &tracing::Span, round: &Round, start: Instant) {
-    let won = round.decision == Decision::Won;
+/// quorum still held the lock, `expired`, or `unconfirmed`.
+fn finish(span: &tracing::Span, round: &Round, released: &Released, start: Instant) {
     let end = End {
-        outcome: if won { "released" } else { "expired" },
-        failed: !won,
+        outcome: released.label(),
+        failed: !matches!(released, Released::Held),
         votes: Some((round.granted(), round.refused())),
         elapsed: start.elapsed(),
     };
@@ -93,7 +128,8 @@ pub(crate) fn spawn_release(
                     Ending::Release,
                 )
                 .await;
-            finish(&span, &round, start);
+            let released = Released::of(&round, &shared, false);
+            finish(&span, &round, &released, start);
         }
     };
     if !shared.background.spawn(task.instrument(span)) {

@@ -144,7 +144,7 @@ where
         return Err(Error::Lost);
     };
     if let Err(error) = guard.release().await {
-        tracing::warn!(resource, %error, "job done, but the release found no quorum holding the lock");
+        tracing::warn!(resource, %error, "job done, but its release was not confirmed");
     }
     Ok(value)
 }
