@@ -1,6 +1,7 @@
 //! An axum service that serialises the work on each account with a
-//! redquorum lock, and answers 409 when the account is busy and 503 when
-//! the lock nodes are down or misconfigured.
+//! redquorum lock, and answers 409 when the account is busy (the
+//! failure's [`Reason`] is `Contended`) and 503 for every other reason:
+//! the lock nodes are down, hung or misconfigured.
 //!
 //! ```text
 //! cargo run --example axum --features testkit            # five local nodes
@@ -16,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use redquorum::testkit::Nodes;
-use redquorum::{Config, Error, LockOptions, Redlock};
+use redquorum::{Config, Error, LockOptions, Reason, Redlock};
 
 /// What each request may wait for its account's lock.
 const WAIT: Duration = Duration::from_secs(2);
@@ -48,7 +49,10 @@ async fn charge(State(redlock): State<Redlock>, Path(account): Path<u64>) -> (St
             }
             answer
         }
-        Err(Error::NotAcquired(why)) if why.is_contended() && !why.is_misconfigured() => (
+        // One reason per failure: 409 only when another request holds the
+        // account; nodes down, hung or misconfigured are an outage (503),
+        // even if one of them holds a stale key.
+        Err(Error::NotAcquired(why)) if why.reason() == Reason::Contended => (
             StatusCode::CONFLICT,
             format!("account {account} is busy, try again\n"),
         ),

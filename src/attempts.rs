@@ -1,26 +1,118 @@
 //! [`Attempts`]: what each node answered when a lock was not acquired,
-//! and what that says (contention, unavailability, misconfiguration).
+//! and its one [`Reason`] (misconfiguration, unavailability, validity
+//! exhausted, contention).
 
 use std::fmt;
 
 use crate::outcome::{NodeOutcome, NodeReport};
 
+/// The one reason a lock was not acquired (or an extension not
+/// confirmed), read from [`Attempts::reason`]. With N nodes and a quorum
+/// Q, the first of these that applies is the reason, in this order of
+/// precedence: misconfigured, unavailable, validity exhausted, contended.
+///
+/// ```
+/// use redquorum::Reason;
+///
+/// assert_eq!(Reason::Unavailable.to_string(), "nodes unavailable");
+/// assert_eq!(Reason::Contended.as_str(), "contended");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Nodes that failed for a reason waiting does not cure (credentials,
+    /// ACL, a replica, TLS: [`NodeOutcome::is_misconfigured`]), together
+    /// with those that timed out or failed, were more than N − Q: no quorum
+    /// could answer even had the lock been free. The deployment must
+    /// change; [`Redlock::lock`](crate::Redlock::lock) stops retrying.
+    Misconfigured,
+    /// No quorum granted, and refusals alone did not rule one out (at most
+    /// N − Q nodes refused): the nodes needed gave no vote in time (down,
+    /// hung, failing, quarantined by the restart guard, or not yet
+    /// answered when the attempt was decided). An outage, not contention:
+    /// waiting may help. An attempt is decided as soon as a quorum is out
+    /// of reach, so with nodes down a lock held elsewhere can come out as
+    /// this too: the dead nodes' errors came before enough holders refused.
+    Unavailable,
+    /// A quorum granted, but so late that too little validity was left
+    /// (slow nodes used up the TTL); the lock was released again.
+    ValidityExhausted,
+    /// More than N − Q nodes refused: another owner holds the lock (for an
+    /// extension: it is no longer ours), whatever the other nodes would
+    /// have answered. Waiting for the holder may help.
+    Contended,
+}
+
+impl Reason {
+    /// The reason as a short label: `misconfigured`, `unavailable`,
+    /// `validity_exhausted` or `contended` (the `outcome` of spans and
+    /// metrics).
+    ///
+    /// ```
+    /// assert_eq!(redquorum::Reason::ValidityExhausted.as_str(), "validity_exhausted");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Misconfigured => "misconfigured",
+            Reason::Unavailable => "unavailable",
+            Reason::ValidityExhausted => "validity_exhausted",
+            Reason::Contended => "contended",
+        }
+    }
+
+    /// The reason of a round of `nodes` outcomes decided by `quorum`;
+    /// `exhausted`: a quorum granted with too little validity left.
+    pub(crate) fn of(nodes: &[NodeReport], quorum: usize, exhausted: bool) -> Self {
+        let count =
+            |pred: fn(&NodeOutcome) -> bool| nodes.iter().filter(|r| pred(r.outcome())).count();
+        let spare = nodes.len().saturating_sub(quorum);
+        let misconfigured = count(NodeOutcome::is_misconfigured);
+        let failed = misconfigured + count(NodeOutcome::is_unavailable);
+        let refused = count(|o| matches!(o, NodeOutcome::Refused));
+        if misconfigured > 0 && failed > spare {
+            Reason::Misconfigured
+        } else if !exhausted && refused <= spare {
+            Reason::Unavailable
+        } else if exhausted {
+            Reason::ValidityExhausted
+        } else {
+            Reason::Contended
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Reason::Misconfigured => "misconfigured nodes",
+            Reason::Unavailable => "nodes unavailable",
+            Reason::ValidityExhausted => "validity exhausted",
+            Reason::Contended => "held by another owner",
+        })
+    }
+}
+
 /// Why a lock was not acquired: the per-node answers of the last attempt,
-/// the number of attempts made and the quorum that was needed.
+/// the number of attempts made, the quorum that was needed, and the one
+/// [`Reason`] they give.
 ///
 /// # Examples
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use redquorum::Error;
+/// use redquorum::{Error, Reason};
 ///
 /// # async fn run(redlock: redquorum::Redlock) {
 /// match redlock.lock("jobs", Duration::from_secs(5)).await {
 ///     Ok(guard) => drop(guard),
-///     Err(Error::NotAcquired(why)) if why.is_contended() => {
-///         println!("busy: {} of {} nodes refused", why.refused(), why.nodes().len());
-///     }
-///     Err(Error::NotAcquired(why)) if why.is_unavailable() => eprintln!("nodes down: {why}"),
+///     Err(Error::NotAcquired(why)) => match why.reason() {
+///         Reason::Contended => {
+///             println!("busy: {} of {} nodes refused", why.refused(), why.nodes().len());
+///         }
+///         Reason::Unavailable => eprintln!("nodes down: {why}"),
+///         Reason::Misconfigured => eprintln!("fix the nodes: {why}"),
+///         _ => eprintln!("{why}"),
+///     },
 ///     Err(e) => eprintln!("{e}"),
 /// }
 /// # }
@@ -32,7 +124,15 @@ pub struct Attempts {
     quorum: usize,
     nodes: Vec<NodeReport>,
     validity_exhausted: bool,
-    extension: bool,
+    operation: Operation,
+}
+
+/// What a report is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operation {
+    Acquire,
+    Extend,
+    Release,
 }
 
 impl Attempts {
@@ -50,20 +150,32 @@ impl Attempts {
             quorum,
             nodes,
             validity_exhausted: false,
-            extension: false,
+            operation: Operation::Acquire,
         }
     }
 
     /// The report is of an extension, not an acquisition.
     pub(crate) fn of_extension(mut self) -> Self {
-        self.extension = true;
+        self.operation = Operation::Extend;
+        self
+    }
+
+    /// The report is of a release, not an acquisition.
+    pub(crate) fn of_release(mut self) -> Self {
+        self.operation = Operation::Release;
         self
     }
 
     /// True when the report is of an extension (the lock was held, and an
     /// extension could not be confirmed), false for an acquisition.
     pub fn is_extension(&self) -> bool {
-        self.extension
+        self.operation == Operation::Extend
+    }
+
+    /// True when the report is of a release that could not be confirmed
+    /// ([`Error::ReleaseUnconfirmed`](crate::Error::ReleaseUnconfirmed)).
+    pub fn is_release(&self) -> bool {
+        self.operation == Operation::Release
     }
 
     pub(crate) fn with_validity_exhausted(mut self, exhausted: bool) -> Self {
@@ -113,38 +225,55 @@ impl Attempts {
         self.count(NodeOutcome::is_misconfigured)
     }
 
-    /// True when another owner holds the lock on at least one node: waiting
-    /// and trying again may help.
+    /// The one reason the attempt failed, by the precedence [`Reason`]
+    /// documents: misconfigured, unavailable, validity exhausted,
+    /// contended.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) {
+    /// if let Err(redquorum::Error::NotAcquired(why)) =
+    ///     redlock.try_lock("jobs", std::time::Duration::from_secs(5)).await
+    /// {
+    ///     println!("{}", why.reason()); // e.g. "held by another owner"
+    /// }
+    /// # }
+    /// ```
+    pub fn reason(&self) -> Reason {
+        Reason::of(&self.nodes, self.quorum, self.validity_exhausted)
+    }
+
+    /// True when the [reason](Self::reason) is [`Reason::Contended`]: more
+    /// than N − quorum nodes refused, so another owner holds the lock
+    /// whatever the other nodes would have said. Waiting for the holder
+    /// may help. A single refusal among nodes that are down is not
+    /// contention but [unavailability](Self::is_unavailable).
     pub fn is_contended(&self) -> bool {
-        self.refused() > 0
+        self.reason() == Reason::Contended
     }
 
-    /// True when so many nodes timed out or failed that a quorum could not
-    /// have been reached even if the lock had been free, and no node was
-    /// [misconfigured](Attempts::is_misconfigured): the nodes are down,
-    /// waiting may help.
+    /// True when the [reason](Self::reason) is [`Reason::Unavailable`]: no
+    /// quorum granted and refusals alone did not rule one out, so the
+    /// nodes needed were down, hung, failing, quarantined, or had not
+    /// answered when the attempt was decided. Waiting may help.
     pub fn is_unavailable(&self) -> bool {
-        !self.is_misconfigured() && self.usable() < self.quorum
+        self.reason() == Reason::Unavailable
     }
 
-    /// True when a quorum could not have been reached even if the lock had
-    /// been free, and misconfigured nodes (credentials, ACL, a replica,
-    /// TLS) are among the reasons: waiting does not help, the deployment
-    /// must change. [`Redlock::lock`](crate::Redlock::lock) stops retrying
-    /// then.
+    /// True when the [reason](Self::reason) is [`Reason::Misconfigured`]:
+    /// misconfigured nodes (credentials, ACL, a replica, TLS), with those
+    /// that timed out or failed, left too few for a quorum even had the
+    /// lock been free. Waiting does not help, the deployment must change.
+    /// [`Redlock::lock`](crate::Redlock::lock) stops retrying then.
     pub fn is_misconfigured(&self) -> bool {
-        self.misconfigured() > 0 && self.usable() < self.quorum
+        self.reason() == Reason::Misconfigured
     }
 
-    /// Nodes neither unavailable nor misconfigured.
-    fn usable(&self) -> usize {
-        self.nodes.len() - self.unavailable() - self.misconfigured()
-    }
-
-    /// True when a quorum granted the lock but too little validity was left
-    /// (slow nodes used up the TTL), so it was released again.
+    /// True when the [reason](Self::reason) is
+    /// [`Reason::ValidityExhausted`]: a quorum granted the lock but too
+    /// little validity was left (slow nodes used up the TTL), so it was
+    /// released again.
     pub fn is_validity_exhausted(&self) -> bool {
-        self.validity_exhausted
+        self.reason() == Reason::ValidityExhausted
     }
 
     fn count(&self, pred: impl Fn(&NodeOutcome) -> bool) -> usize {
@@ -154,14 +283,23 @@ impl Attempts {
 
 impl fmt::Display for Attempts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.extension {
-            write!(f, "extension of lock {:?} not confirmed: ", self.resource)?;
-        } else {
-            write!(
+        let reason = self.reason();
+        match self.operation {
+            Operation::Extend => write!(
                 f,
-                "lock {:?} not acquired after {} attempt(s): ",
+                "extension of lock {:?} not confirmed, {reason}: ",
+                self.resource
+            )?,
+            Operation::Release => write!(
+                f,
+                "release of lock {:?} not confirmed, {reason}: ",
+                self.resource
+            )?,
+            Operation::Acquire => write!(
+                f,
+                "lock {:?} not acquired after {} attempt(s), {reason}: ",
                 self.resource, self.attempts
-            )?;
+            )?,
         }
         if self.validity_exhausted {
             f.write_str("a quorum answered too late, no validity left; ")?;
@@ -174,7 +312,7 @@ impl fmt::Display for Attempts {
             self.quorum
         )?;
         let refused = self.refused();
-        if refused > 0 && self.extension {
+        if refused > 0 && self.operation != Operation::Acquire {
             write!(f, "; {refused} no longer ours")?;
         } else if refused > 0 {
             write!(f, "; {refused} held by another owner")?;
@@ -188,6 +326,9 @@ impl fmt::Display for Attempts {
         for report in self.nodes.iter().filter(|r| r.outcome().is_unavailable()) {
             write!(f, "{sep}{report}")?;
             sep = ", ";
+        }
+        if self.operation == Operation::Release {
+            f.write_str("; the lock had not expired, and its keys on the nodes that did not answer lapse at their TTL")?;
         }
         Ok(())
     }
@@ -292,6 +433,106 @@ mod tests {
         ]);
         assert!(!a.is_misconfigured());
         assert!(a.is_contended());
+    }
+
+    #[test]
+    fn one_refusal_with_the_rest_down_or_unanswered_is_unavailability() {
+        // Two dead, two still pending at the decision, one stale key.
+        let a = attempts(&[
+            refused_connection(),
+            refused_connection(),
+            NodeOutcome::Pending,
+            NodeOutcome::Pending,
+            NodeOutcome::Refused,
+        ]);
+        assert_eq!(a.reason(), Reason::Unavailable);
+        assert!(a.is_unavailable() && !a.is_contended());
+    }
+
+    #[test]
+    fn contention_needs_more_refusals_than_the_nodes_a_quorum_can_spare() {
+        let mut outcomes = vec![NodeOutcome::Granted, NodeOutcome::TimedOut];
+        outcomes.extend([const { NodeOutcome::Refused }; 2]);
+        outcomes.push(NodeOutcome::Pending);
+        assert_eq!(attempts(&outcomes).reason(), Reason::Unavailable);
+        outcomes[4] = NodeOutcome::Refused;
+        assert_eq!(attempts(&outcomes).reason(), Reason::Contended);
+    }
+
+    #[test]
+    fn misconfiguration_comes_first_and_validity_before_contention() {
+        let denied = || failed(FailureKind::ReadOnly, "READONLY");
+        let a = attempts(&[
+            denied(),
+            denied(),
+            NodeOutcome::TimedOut,
+            NodeOutcome::Refused,
+            NodeOutcome::Refused,
+        ]);
+        assert_eq!(a.reason(), Reason::Misconfigured);
+        let late = attempts(&[
+            NodeOutcome::Granted,
+            NodeOutcome::Granted,
+            NodeOutcome::Granted,
+            NodeOutcome::Refused,
+            NodeOutcome::Refused,
+        ])
+        .with_validity_exhausted(true);
+        assert_eq!(late.reason(), Reason::ValidityExhausted);
+        assert!(late.is_validity_exhausted() && !late.is_contended());
+    }
+
+    #[test]
+    fn only_refusals_that_rule_out_a_quorum_are_contention_in_every_report() {
+        let kinds = [
+            NodeOutcome::Granted,
+            NodeOutcome::Refused,
+            NodeOutcome::TimedOut,
+            NodeOutcome::Pending,
+            failed(FailureKind::ReadOnly, "READONLY"),
+        ];
+        for code in 0..kinds.len().pow(5) {
+            let outcomes: Vec<NodeOutcome> = (0..5)
+                .map(|i| kinds[code / kinds.len().pow(i) % kinds.len()].clone())
+                .collect();
+            let a = attempts(&outcomes);
+            if a.granted() >= 3 {
+                continue; // not a lost round
+            }
+            let ruled_out = a.refused() > 2;
+            match a.reason() {
+                Reason::Contended => assert!(ruled_out, "{outcomes:?}"),
+                Reason::Unavailable => assert!(!ruled_out, "{outcomes:?}"),
+                Reason::Misconfigured => assert!(a.misconfigured() > 0, "{outcomes:?}"),
+                Reason::ValidityExhausted => panic!("{outcomes:?}"),
+            }
+            if ruled_out && a.misconfigured() == 0 {
+                assert_eq!(a.reason(), Reason::Contended, "{outcomes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unconfirmed_release_says_so_and_names_the_silent_nodes() {
+        let a = attempts(&[
+            NodeOutcome::Granted,
+            NodeOutcome::TimedOut,
+            NodeOutcome::TimedOut,
+            NodeOutcome::Granted,
+            NodeOutcome::TimedOut,
+        ])
+        .of_release();
+        assert!(a.is_release() && !a.is_extension());
+        let text = a.to_string();
+        assert!(
+            text.starts_with("release of lock \"res\" not confirmed, nodes unavailable"),
+            "{text}"
+        );
+        assert!(
+            text.contains("n1:6379: timed out, n2:6379: timed out, n4:6379: timed out"),
+            "{text}"
+        );
+        assert!(text.contains("lapse at their TTL"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub use crate::attempts::Attempts;
+pub use crate::attempts::{Attempts, Reason};
 pub use crate::outcome::{NodeOutcome, NodeReport};
 
 /// Everything that can go wrong, as a value the caller can match on.
@@ -40,9 +40,19 @@ pub enum Error {
     #[error("{0}")]
     NotAcquired(Box<Attempts>),
     /// The lock's validity ran out, or a quorum of nodes no longer holds our
-    /// value: it may already belong to someone else.
+    /// value (more than N − quorum nodes answered that it is not ours): it
+    /// may already belong to someone else.
     #[error("the lock expired: its validity ran out or a quorum no longer holds it")]
     Expired,
+    /// A release of a lock that had not expired could not be confirmed:
+    /// too few nodes answered for a quorum (hung, down, failing), and not
+    /// enough of them said the lock was gone to call it expired. The lock
+    /// was held until the release; its keys on the nodes that did not
+    /// answer lapse at their TTL (or are deleted once the delete reaches
+    /// them). [`Attempts`] names each node and its answer
+    /// ([`Attempts::is_release`] is true).
+    #[error("{0}")]
+    ReleaseUnconfirmed(Box<Attempts>),
     /// The lock was lost while held (an extension could not reach a quorum
     /// before the validity ran out).
     #[error("the lock was lost: it could not be kept on a quorum of nodes")]

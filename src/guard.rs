@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::lock::{Held, Shared, release};
+use crate::error::{Attempts, Error, Result};
+use crate::lock::release::{self, Released};
+use crate::lock::{Held, Shared};
 use crate::ttl::Ttl;
 use crate::watchdog::Watchdog;
 
@@ -263,10 +264,14 @@ impl LockGuard {
     ///
     /// # Errors
     ///
-    /// [`Error::Expired`] when the validity had already run out, or when
-    /// fewer than a quorum of nodes still held our value (expired, lost, or
-    /// unreachable): exclusivity up to now cannot be vouched for. The keys
-    /// still ours are deleted all the same; others expire at their TTL.
+    /// - [`Error::Expired`] when the validity had already run out, or when
+    ///   more than N − quorum nodes answered that our value is gone
+    ///   (expired there, or lost in a restart): exclusivity up to now cannot
+    ///   be vouched for. The keys still ours are deleted all the same.
+    /// - [`Error::ReleaseUnconfirmed`] when the lock had not expired but
+    ///   too few nodes answered to confirm the release (hung, down or
+    ///   failing nodes, each named in the report): the lock was held until
+    ///   now; its keys on the nodes that did not answer lapse at their TTL.
     ///
     /// # Cancel safety
     ///
@@ -277,20 +282,18 @@ impl LockGuard {
             watchdog.stop().await;
         }
         self.watchdog = None;
-        let expired = self.is_expired();
-        let held_by_quorum = self.held.release(&self.shared).await;
+        let released = self.held.release(&self.shared).await;
         // Only now: if this future is dropped before, `Drop` releases.
         self.released = true;
-        tracing::debug!(
-            resource = self.resource(),
-            held_by_quorum,
-            expired,
-            "lock released"
-        );
-        if held_by_quorum && !expired {
-            Ok(())
-        } else {
-            Err(Error::Expired)
+        tracing::debug!(resource = self.resource(), ?released, "lock released");
+        match released {
+            Released::Held => Ok(()),
+            Released::Expired => Err(Error::Expired),
+            Released::Unconfirmed(nodes) => {
+                let quorum = self.shared.quorum;
+                let report = Attempts::new(self.resource(), 1, quorum, nodes).of_release();
+                Err(Error::ReleaseUnconfirmed(Box::new(report)))
+            }
         }
     }
 

@@ -9,8 +9,9 @@
 //! become impossible: a slow or hung node never holds up the answer. The
 //! lock is then valid for the TTL minus the time the round took minus a
 //! clock-drift allowance, all measured on a monotonic clock. A failed
-//! attempt is released on every node before the next one, with a fresh
-//! random value each time.
+//! attempt answers at its decision and is released on every node in the
+//! background (each node's delete is sent before the next attempt's call
+//! to that node), and the next attempt has a fresh random value.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -223,13 +224,14 @@
 //! | `redquorum.extend` | one extension round, yours or the watchdog's |
 //! | `redquorum.release` | the release of a held lock (`redquorum.dropped` when by `Drop`) |
 //! | `redquorum.check` | one run of the start-up checks |
+//! | `redquorum.cleanup` | at DEBUG, a failed attempt's clean-up, run in the background after the attempt answered (a root span that follows from the attempt's) |
 //!
 //! Their fields: `db.system.name` (`redis`), `db.operation.name`,
 //! `redquorum.resource`, `redquorum.attempt`, `redquorum.quorum`,
 //! `redquorum.granted` and `redquorum.refused` (votes of the deciding
 //! round), `redquorum.outcome` (`acquired`, `contended`, `unavailable`, `misconfigured`,
 //! `validity_exhausted`, `extended`, `gone`, `expired`, `not_confirmed`,
-//! `released`, `ok`, `problems`), `error.type` (the outcome, when it is a
+//! `released`, `unconfirmed`, `ok`, `problems`), `error.type` (the outcome, when it is a
 //! failure) and `redquorum.elapsed_ms`. Inside them, each node's answer is
 //! an event at DEBUG with `server.address`, `server.port`,
 //! `db.operation.name`, `redquorum.outcome`, `error.type` (`timeout`,
@@ -319,7 +321,7 @@ pub use config::{
     DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
-pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
+pub use error::{Attempts, Error, NodeOutcome, NodeReport, Reason, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
 pub use inspect::{Inspection, NodeHold, NodeView};

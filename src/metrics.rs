@@ -12,10 +12,10 @@
 //!
 //! | name | kind | unit | labels | what |
 //! |---|---|---|---|---|
-//! | `redquorum.lock.acquire.duration` | histogram | s | `outcome` | one acquisition attempt, from its first request to its decision (a failed attempt's clean-up included); `outcome`: `acquired`, `contended`, `unavailable`, `misconfigured`, `validity_exhausted` |
+//! | `redquorum.lock.acquire.duration` | histogram | s | `outcome` | one acquisition attempt, from its first request to its decision (a failed attempt's clean-up, in the background, not included); `outcome`: `acquired`, `contended`, `unavailable`, `misconfigured`, `validity_exhausted` |
 //! | `redquorum.lock.wait.duration` | histogram | s | `outcome` | one `lock()`/`try_lock()` (and the `_many`, `_reentrant` kinds) from call to return, retries and pauses included; `outcome` as above, of the last attempt |
 //! | `redquorum.lock.acquire.attempts` | histogram | {attempt} | `outcome` | attempts made by one such call |
-//! | `redquorum.lock.hold.duration` | histogram | s | `outcome` | from the start of the acquisition to the release: `released` (a quorum still held it), `expired` (validity ran out or no quorum held it), `dropped` (the guard was dropped) |
+//! | `redquorum.lock.hold.duration` | histogram | s | `outcome` | from the start of the acquisition to the release: `released` (a quorum still held it), `expired` (validity ran out, or more than N − quorum nodes no longer held it), `unconfirmed` (too few nodes answered the release), `dropped` (the guard was dropped) |
 //! | `redquorum.lock.extensions` | counter | {extension} | `outcome` | extension rounds, yours and the watchdog's: `ok` or `failed` |
 //! | `redquorum.lock.extension.margin` | histogram | s | | validity that was left when an extension landed: how close the lock came to lapsing |
 //! | `redquorum.lock.lost` | counter | {lock} | | locks lost while held: the watchdog gave up, or an extension found that a quorum no longer holds the lock |
@@ -200,7 +200,7 @@ static META: ::metrics::Metadata<'static> =
 
 /// Every `outcome` of the lock metrics, and its label.
 #[cfg(feature = "metrics")]
-const OUTCOMES: [&str; 10] = [
+const OUTCOMES: [&str; 11] = [
     "acquired",
     "contended",
     "unavailable",
@@ -211,6 +211,7 @@ const OUTCOMES: [&str; 10] = [
     "dropped",
     "ok",
     "failed",
+    "unconfirmed",
 ];
 #[cfg(feature = "metrics")]
 static OUTCOME_LABELS: [[::metrics::Label; 1]; OUTCOMES.len()] = {
@@ -227,6 +228,7 @@ static OUTCOME_LABELS: [[::metrics::Label; 1]; OUTCOMES.len()] = {
         [Label::from_static_parts("outcome", o[7])],
         [Label::from_static_parts("outcome", o[8])],
         [Label::from_static_parts("outcome", o[9])],
+        [Label::from_static_parts("outcome", o[10])],
     ]
 };
 

@@ -80,6 +80,22 @@ pub(crate) fn release(resource: &str, quorum: usize, dropped: bool) -> Span {
     )
 }
 
+/// The span of a failed attempt's clean-up, which runs in the background
+/// after the attempt answered: a root span at DEBUG that follows from the
+/// attempt's (a child would keep the attempt's span open until it ends).
+pub(crate) fn cleanup(resource: &str, quorum: usize) -> Span {
+    let span = tracing::debug_span!(
+        parent: None,
+        "redquorum.cleanup",
+        "db.system.name" = DB_SYSTEM,
+        "db.operation.name" = "release",
+        "redquorum.resource" = resource,
+        "redquorum.quorum" = quorum,
+    );
+    span.follows_from(Span::current());
+    span
+}
+
 /// The span of one run of the start-up checks on `nodes` nodes.
 pub(crate) fn check(nodes: usize) -> Span {
     tracing::info_span!(

@@ -143,6 +143,8 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
             matches!(&err, Error::NotAcquired(why) if why.is_contended()),
             "{err}"
         );
+        // The clean-up runs in the background; shutdown() waits for it.
+        redlock.shutdown().await;
         for url in &urls {
             assert_eq!(get(url, &key(&a)), None, "fencing {fencing}: {url}");
             assert_eq!(get(url, &key(&c)), None, "fencing {fencing}: {url}");

@@ -387,6 +387,9 @@ async fn a_quarantined_node_answer_has_error_type_quarantined_and_the_attempt_un
         .try_lock(&unique("spans-guard"), Duration::from_secs(1))
         .await;
     assert!(refused.is_err());
+    // The attempt answered at its decision; its span closes once its calls
+    // still in flight and its clean-up are over.
+    redlock.shutdown().await;
     let acquires = capture.spans("redquorum.acquire");
     assert_eq!(acquires.len(), 1);
     assert_eq!(acquires[0].field("error.type"), Some("unavailable"));
@@ -401,5 +404,4 @@ async fn a_quarantined_node_answer_has_error_type_quarantined_and_the_attempt_un
             .any(|a| a.field("error.type") == Some("quarantined")),
         "{answers:?}"
     );
-    redlock.shutdown().await;
 }

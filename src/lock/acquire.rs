@@ -50,6 +50,8 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
+    // When the last failed attempt's clean-up was sent, per node.
+    let mut cleaned = Gates::default();
     // A failed attempt marks the locks it lost as awaited if this call
     // may wait for them: their releases then announce themselves.
     let mark = shared.marks(plan);
@@ -60,13 +62,11 @@ pub(crate) async fn acquire(
         attempts = attempts.saturating_add(1);
         let span = spans::acquire(&resources[0], attempts, shared.quorum);
         let started = Instant::now();
+        let locks = (&resources, &keys);
         let outcome = async {
             match owner {
-                Some(owner) => attempt(shared, (&resources, &keys), &ttl, Some(owner), mark).await,
-                None if plan.fencing => {
-                    fenced::attempt(shared, (&resources, &keys), &ttl, mark).await
-                }
-                None => attempt(shared, (&resources, &keys), &ttl, None, mark).await,
+                None if plan.fencing => fenced::attempt(shared, locks, &ttl, mark, &cleaned).await,
+                owner => attempt(shared, locks, &ttl, (owner, mark), &cleaned).await,
             }
         }
         .instrument(span.clone())
@@ -89,6 +89,7 @@ pub(crate) async fn acquire(
             }
             Err(failure) => failure,
         };
+        cleaned = failure.cleaned.clone();
         let now = Instant::now();
         let wake_at = match pause_ends {
             Some(at) if at > now => at,
@@ -109,8 +110,10 @@ pub(crate) async fn acquire(
             return Err(Error::NotAcquired(Box::new(attempts)));
         }
         // Only a lock held by someone gets released: an attempt that
-        // met no holder (nodes down) has nothing to wait for.
-        if interest.is_none() && report.is_contended() && config.release_notifications() {
+        // met no holder (nodes down) has nothing to wait for; one that met
+        // a holder on any node may (with a quorum of nodes down it is not
+        // contended, yet that holder's release frees those nodes).
+        if interest.is_none() && report.refused() > 0 && config.release_notifications() {
             let channels = resources
                 .iter()
                 .map(|r| keys::channel(config.key_prefix(), r))
@@ -128,14 +131,16 @@ pub(crate) async fn acquire(
     }
 }
 
-/// One attempt with a fresh value; on failure everything is released.
-/// With `mark`, a failed attempt marks the locks it lost as awaited.
+/// One attempt with a fresh value; on failure everything is released (in
+/// the background). With `mark`, a failed attempt marks the locks it lost
+/// as awaited. Each node's call follows that node's call in `after` (the
+/// previous attempt's clean-up) on its connection.
 async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
-    owner: Option<&str>,
-    mark: bool,
+    (owner, mark): (Option<&str>, bool),
+    after: &Gates,
 ) -> std::result::Result<Held, Failure> {
     let value: Arc<str> = match owner {
         Some(_) => value::hold_id().into(),
@@ -149,7 +154,7 @@ async fn attempt(
         }
         None => Request::acquire(keys, &value, &ttl.millis, shared.guard()),
     };
-    let after = (Leftover::Finish, &Gates::default());
+    let after = (Leftover::Finish, shared.chain(after));
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
@@ -164,9 +169,10 @@ async fn attempt(
             resources, keys, value, None, ttl, start, gates,
         ));
     }
-    pending.release_failed(mark).await;
+    let cleaned = pending.release_failed(mark).await;
     Err(Failure {
         reports: round.reports(&shared.nodes),
         validity_exhausted: round.decision == Decision::Won,
+        cleaned,
     })
 }

@@ -87,7 +87,7 @@ impl Held {
             Request::extend(&self.keys, &self.value, &ttl.millis)
         });
         let mut round = shared
-            .fan_out("extend", Leftover::Finish, &last, |node| {
+            .fan_out("extend", Leftover::Finish, shared.chain(&last), |node| {
                 let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, node));
                 let (node, request) = (Arc::clone(node), Arc::clone(&request));
                 let missing = Arc::clone(&missing);

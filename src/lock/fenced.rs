@@ -51,13 +51,16 @@ pub(crate) fn next_tokens(
     tokens.iter().map(|t| t.checked_add(1)).collect()
 }
 
-/// One fenced attempt with a fresh value; on failure everything is released.
-/// With `mark`, a failed attempt marks the locks it lost as awaited.
+/// One fenced attempt with a fresh value; on failure everything is released
+/// (in the background). With `mark`, a failed attempt marks the locks it
+/// lost as awaited. Each node's call follows that node's call in `after`
+/// (the previous attempt's clean-up) on its connection.
 pub(crate) async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     mark: bool,
+    after: &Gates,
 ) -> Result<Held, Failure> {
     let prefix = shared.config.key_prefix();
     let all_keys: Arc<[String]> = keys
@@ -78,7 +81,7 @@ pub(crate) async fn attempt(
         "acquire",
         &shared.nodes,
         shared.quorum,
-        (Leftover::Finish, shared.chain(&Gates::default())),
+        (Leftover::Finish, shared.chain(after)),
         |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { counters_known(node.send(&request).await?) }
@@ -101,7 +104,7 @@ pub(crate) async fn attempt(
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
         // writes nothing.
-        let after = (Leftover::Finish, &pending.gates);
+        let after = (Leftover::Finish, shared.chain(&pending.gates));
         let mut written = shared.vote_round("fence", after, request).await;
         // The write-back calls follow phase 1's on each node.
         pending.gates = std::mem::take(&mut written.gates);
@@ -127,10 +130,11 @@ pub(crate) async fn attempt(
     } else if round.decision == Decision::Won {
         tracing::warn!(resource = %resources[0], "a node returned an unusable fence counter");
     }
-    pending.release_failed(mark).await;
+    let cleaned = pending.release_failed(mark).await;
     Err(Failure {
         reports,
         validity_exhausted,
+        cleaned,
     })
 }
 

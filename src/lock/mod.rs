@@ -20,7 +20,7 @@ use crate::handoff::Handoff;
 use crate::node::call::Request;
 use crate::node::guard::Guard;
 use crate::node::{Node, NodeResult};
-use crate::quorum::{self, Chain, Gates, Leftover, Round};
+use crate::quorum::{self, Chain, Gates, Late, Leftover, Round};
 
 pub(crate) use held::Held;
 
@@ -41,58 +41,64 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// One round of `call` on every node, decided by this lock's quorum.
-    /// Each node's call is sent once that node's call in `after` is over.
+    /// Each node's call is sent once that node's call in `chain.after` is
+    /// over.
     pub(crate) async fn fan_out<F, Fut>(
         &self,
         op: &'static str,
         leftover: Leftover,
-        after: &Gates,
+        chain: Chain<'_>,
         call: F,
     ) -> Round
     where
         F: FnMut(&Arc<Node>) -> Fut,
         Fut: Future<Output = NodeResult<bool>> + Send + 'static,
     {
-        let chain = self.chain(after);
         quorum::fan_out(op, &self.nodes, self.quorum, leftover, chain, call).await
     }
 
-    /// A round chained after `after` whose leftovers run in the background.
+    /// A round chained after `after` whose leftovers run in the background
+    /// and whose calls still in flight at its deadline are dropped.
     pub(crate) fn chain<'a>(&'a self, after: &'a Gates) -> Chain<'a> {
         Chain {
             after,
             background: &self.background,
+            late: Late::Drop,
+            sent: None,
         }
     }
 
     /// Compare-and-delete of `keys` holding `value` on every node, chained
     /// after `after`: a release ([`Ending::Release`], announced where a
     /// waiter marked the lock) or the clean-up of a failed attempt
-    /// ([`Ending::Cleanup`], announced nowhere).
+    /// ([`Ending::Cleanup`], announced nowhere). Every delete is sent, once
+    /// its node's call in `after` is over ([`Late::Keep`]); `sent`, if
+    /// given, opens each node's gate once its delete has been sent.
     pub(crate) async fn release_round(
         &self,
         keys: &Arc<[String]>,
         value: &Arc<str>,
-        (leftover, after): (Leftover, &Gates),
+        (leftover, after, sent): (Leftover, &Gates, Option<&Gates>),
         ending: Ending,
     ) -> Round {
         let request = match ending {
             Ending::Release => Request::release(keys, value),
             Ending::Cleanup { mark } => Request::cleanup(keys, value, mark),
         };
-        self.vote_round("release", (leftover, after), request).await
+        let chain = self.chain(after).keeping_late().telling_sent(sent);
+        self.vote_round("release", (leftover, chain), request).await
     }
 
     /// One round of `request` on every node, each reply read as a vote by
-    /// the request's grant; chained after `after`.
+    /// the request's grant; chained as `chain` says.
     pub(crate) async fn vote_round(
         &self,
         op: &'static str,
-        (leftover, after): (Leftover, &Gates),
+        (leftover, chain): (Leftover, Chain<'_>),
         request: Request,
     ) -> Round {
         let request = Arc::new(request);
-        self.fan_out(op, leftover, after, |node| {
+        self.fan_out(op, leftover, chain, |node| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { node.vote(&request).await }
         })
@@ -135,6 +141,9 @@ pub(crate) enum Ending {
 pub(crate) struct Failure {
     pub(crate) reports: Vec<NodeReport>,
     pub(crate) validity_exhausted: bool,
+    /// Per node, when the clean-up's delete has been sent: the next
+    /// attempt's call to that node follows it.
+    pub(crate) cleaned: Gates,
 }
 
 /// Runs the start-up checks, logs the warnings, and fails on the problems
@@ -167,27 +176,11 @@ pub(crate) async fn require_checks(shared: &Shared) -> Result<()> {
 }
 
 impl Failure {
-    /// Why the attempt failed, for spans and metrics: `validity_exhausted`
-    /// (a quorum granted too late), `misconfigured` or `unavailable` (too
-    /// few usable nodes for a quorum even had the lock been free, with or
-    /// without misconfigured ones among them, as
-    /// [`Attempts::is_misconfigured`](crate::Attempts::is_misconfigured)
-    /// tells), or `contended`.
+    /// Why the attempt failed, for spans and metrics: its
+    /// [`Reason`](crate::Reason) as a label (`misconfigured`,
+    /// `unavailable`, `validity_exhausted` or `contended`).
     pub(crate) fn kind(&self, quorum: usize) -> &'static str {
-        let count = |pred: fn(&crate::NodeOutcome) -> bool| {
-            self.reports.iter().filter(|r| pred(r.outcome())).count()
-        };
-        let misconfigured = count(crate::NodeOutcome::is_misconfigured);
-        let usable = self.reports.len() - misconfigured - count(crate::NodeOutcome::is_unavailable);
-        if self.validity_exhausted {
-            "validity_exhausted"
-        } else if usable < quorum && misconfigured > 0 {
-            "misconfigured"
-        } else if usable < quorum {
-            "unavailable"
-        } else {
-            "contended"
-        }
+        crate::Reason::of(&self.reports, quorum, self.validity_exhausted).as_str()
     }
 }
 

@@ -3,25 +3,65 @@
 //! an attempt that failed or was cancelled.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{Ending, Held, Shared};
+use crate::error::NodeReport;
 use crate::quorum::{Decision, Gates, Leftover, Round};
 use crate::spans::{self, End};
+
+/// How the release of a held lock ended.
+#[derive(Debug)]
+pub(crate) enum Released {
+    /// A quorum still held the lock, within its validity.
+    Held,
+    /// The validity had run out before the release, or more than N −
+    /// quorum nodes answered that the lock is not ours.
+    Expired,
+    /// Neither: too few nodes answered to confirm the release. Each
+    /// node's answer, in node order.
+    Unconfirmed(Vec<NodeReport>),
+}
+
+impl Released {
+    /// The outcome of spans and metrics: `released`, `expired` or
+    /// `unconfirmed`.
+    fn label(&self) -> &'static str {
+        match self {
+            Released::Held => "released",
+            Released::Expired => "expired",
+            Released::Unconfirmed(_) => "unconfirmed",
+        }
+    }
+
+    /// How `round`, a release round, ended; `expired`: the validity had
+    /// run out before it.
+    fn of(round: &Round, shared: &Shared, expired: bool) -> Self {
+        if expired {
+            Released::Expired
+        } else if round.decision == Decision::Won {
+            Released::Held
+        } else if round.refused() > shared.nodes.len() - shared.quorum {
+            Released::Expired
+        } else {
+            Released::Unconfirmed(round.reports(&shared.nodes))
+        }
+    }
+}
 
 impl Held {
     /// Marks the lock lost (its watchers stop) and deletes it on every node
     /// that still holds our value, each node's call chained after its call
-    /// of the latest round, announcing the release to waiters. True when a
-    /// quorum still held it.
+    /// of the latest round, announcing the release to waiters.
     ///
     /// # Cancel safety
     ///
     /// The deletes already sent complete; compare-and-delete can never
     /// remove another owner's key.
-    pub(crate) async fn release(&self, shared: &Shared) -> bool {
+    pub(crate) async fn release(&self, shared: &Shared) -> Released {
         let span = spans::release(self.resource(), shared.quorum, false);
         let start = Instant::now();
         let expired = self.remaining().is_zero();
@@ -32,31 +72,27 @@ impl Held {
                 .release_round(
                     &self.keys,
                     &self.value,
-                    (Leftover::Finish, &last),
+                    (Leftover::Finish, &last, None),
                     Ending::Release,
                 )
                 .await
         }
         .instrument(span.clone())
         .await;
-        finish(&span, &round, start);
-        let held = round.decision == Decision::Won && !expired;
+        let released = Released::of(&round, shared, expired);
+        finish(&span, &round, &released, start);
         let meter = crate::metrics::lock(&shared.config, self.resource());
-        meter.hold_ended(
-            if held { "released" } else { "expired" },
-            self.acquired_at.elapsed(),
-        );
-        round.decision == Decision::Won
+        meter.hold_ended(released.label(), self.acquired_at.elapsed());
+        released
     }
 }
 
 /// Records how a release round ended on its span: `released` when a
-/// quorum still held the lock, else `expired`.
-fn finish(span: &tracing::Span, round: &Round, start: Instant) {
-    let won = round.decision == Decision::Won;
+/// quorum still held the lock, `expired`, or `unconfirmed`.
+fn finish(span: &tracing::Span, round: &Round, released: &Released, start: Instant) {
     let end = End {
-        outcome: if won { "released" } else { "expired" },
-        failed: !won,
+        outcome: released.label(),
+        failed: !matches!(released, Released::Held),
         votes: Some((round.granted(), round.refused())),
         elapsed: start.elapsed(),
     };
@@ -85,9 +121,15 @@ pub(crate) fn spawn_release(
             let start = Instant::now();
             let after = before.await;
             let round = shared
-                .release_round(&keys, &value, (Leftover::Finish, &after), Ending::Release)
+                .release_round(
+                    &keys,
+                    &value,
+                    (Leftover::Finish, &after, None),
+                    Ending::Release,
+                )
                 .await;
-            finish(&span, &round, start);
+            let released = Released::of(&round, &shared, false);
+            finish(&span, &round, &released, start);
         }
     };
     if !shared.background.spawn(task.instrument(span)) {
@@ -126,21 +168,54 @@ impl ReleaseOnDrop {
         }
     }
 
-    /// Releases a failed attempt's keys on every node, waiting for each
-    /// (a `SET` may have landed where no answer came), each after that
-    /// node's call of the attempt, then disarms. Announces nothing:
-    /// contenders that split the vote back off for their retry delay
-    /// instead of waking each other in a loop. With `mark` (the attempt's
-    /// `lock()` will wait with release notifications), the locks it lost
-    /// are marked as awaited, so that their releases announce themselves.
-    /// Cancelled midway, the drop releases instead.
-    pub(crate) async fn release_failed(self, mark: bool) {
-        let after = (Leftover::Wait, &self.gates);
-        let ending = Ending::Cleanup { mark };
-        self.shared
-            .release_round(&self.keys, &self.value, after, ending)
-            .await;
+    /// Releases a failed attempt's keys on every node, each after that
+    /// node's call of the attempt (a `SET` may have landed where no answer
+    /// came), and disarms. The attempt answers at its decision, not after
+    /// the slowest node's delete: the round is polled once here, which
+    /// hands the deletes of the nodes that need not wait to their
+    /// connections (a later call of this `Redlock` to those nodes lands
+    /// after them), and then goes on in a background task that
+    /// [`Redlock::shutdown`](crate::Redlock::shutdown) waits for. Returns,
+    /// per node, when the delete has been sent: the next attempt of the
+    /// same `lock()` sends its call to that node only then (so that this
+    /// attempt's own key never refuses it), without waiting for the
+    /// answer. Announces nothing: contenders that split the vote back off
+    /// for their retry delay instead of waking each other in a loop. With
+    /// `mark` (the attempt's `lock()` will wait with release
+    /// notifications), the locks it lost are marked as awaited, so that
+    /// their releases announce themselves.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it never waits (the one poll returns at once).
+    pub(crate) async fn release_failed(mut self, mark: bool) -> Gates {
+        let shared = Arc::clone(&self.shared);
+        let sent = Gates::closed(
+            shared.nodes.len(),
+            Instant::now() + shared.config.node_timeout(),
+        );
+        let task = {
+            let shared = Arc::clone(&shared);
+            let (keys, value) = (Arc::clone(&self.keys), Arc::clone(&self.value));
+            let (after, sent) = (std::mem::take(&mut self.gates), sent.clone());
+            async move {
+                let ending = Ending::Cleanup { mark };
+                let after = (Leftover::Wait, &after, Some(&sent));
+                shared.release_round(&keys, &value, after, ending).await;
+            }
+        };
+        let resources = Arc::clone(&self.resources);
+        let resource = resources.first().map_or("", String::as_str);
+        let mut task = Box::pin(task.instrument(spans::cleanup(resource, shared.quorum)));
         self.disarm();
+        let done = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx).is_ready())).await;
+        if !done && !shared.background.spawn(task) {
+            tracing::warn!(
+                resource,
+                "no tokio runtime to clean up a failed attempt; its keys expire at their TTL"
+            );
+        }
+        sent
     }
 
     /// The keys are accounted for: nothing to do on drop. Returns when the

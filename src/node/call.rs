@@ -123,6 +123,26 @@ impl Request {
     }
 }
 
+/// Runs `call`; `Err` when it fails with an I/O error as it is first
+/// polled, before it could wait for anything: the connection refused the
+/// command without writing it (its writer had stopped, or it never
+/// connected). Any other end is `Ok`, with the call's own result.
+async fn unsent<T>(
+    call: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<redis::RedisResult<T>, RedisError> {
+    let mut call = std::pin::pin!(call);
+    let mut first = true;
+    std::future::poll_fn(|cx| {
+        let poll = call.as_mut().poll(cx);
+        let was_first = std::mem::replace(&mut first, false);
+        poll.map(|answer| match answer {
+            Err(e) if was_first && e.is_io_error() => Err(e),
+            answer => Ok(answer),
+        })
+    })
+    .await
+}
+
 /// `name` and `args`, in a command that allocates its buffers once.
 pub(crate) fn command<'a>(name: &str, args: impl Iterator<Item = &'a str> + Clone) -> Cmd {
     let (count, size) = sized(args.clone());
@@ -150,12 +170,32 @@ impl Node {
     /// Sends `request` and reads its reply as a `T`. Not bounded by a
     /// timeout: the round's deadline bounds it
     /// ([`send_bounded`](Self::send_bounded) outside a round).
+    ///
+    /// A connection that is known dead (the node restarted, or a connect
+    /// failed) refuses a command before writing it: the call fails at
+    /// once, as it is first polled, with an I/O error. Such a command was
+    /// provably never written, so it is sent once more, on the connection
+    /// opened in its place. A command that failed later may have been
+    /// written and run: it is not sent again, since a second copy could
+    /// land out of order with the calls that follow it; its error is the
+    /// answer, and the next call uses the new connection.
     pub(crate) async fn send<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
+        let mut conn = self.connection()?;
+        match unsent(request.cmd.query_async(&mut conn)).await {
+            Ok(Ok(reply)) => Ok(reply),
+            // Rare: boxed, so that the common call stays a small future.
+            Ok(Err(e)) => Box::pin(self.recover(request, conn, e)).await,
+            Err(_) => Box::pin(self.send_again(request)).await,
+        }
+    }
+
+    /// [`send`](Self::send) once more, after the first try was refused
+    /// unwritten: the connection reopens by itself after such an error.
+    async fn send_again<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
         let mut conn = self.connection()?;
         match request.cmd.query_async(&mut conn).await {
             Ok(reply) => Ok(reply),
-            // Rare: boxed, so that the common call stays a small future.
-            Err(e) => Box::pin(self.recover(request, conn, e)).await,
+            Err(e) => self.recover(request, conn, e).await,
         }
     }
 
@@ -214,6 +254,31 @@ mod tests {
         let keys = ["a".to_owned(), "b".to_owned()];
         let request = Request::script(&RELEASE, &keys, &["v", "c"], Grant::Int(2));
         assert_eq!(request.keys(), keys);
+    }
+
+    fn io_error() -> RedisError {
+        RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+    }
+
+    #[tokio::test]
+    async fn only_an_io_error_at_the_first_poll_is_unsent() {
+        let refused = unsent(async { Err::<(), _>(io_error()) }).await;
+        assert!(refused.is_err());
+        let later = unsent(async {
+            tokio::task::yield_now().await;
+            Err::<(), _>(io_error())
+        })
+        .await;
+        assert!(matches!(later, Ok(Err(_))));
+        let server = unsent(async {
+            Err::<(), _>(RedisError::from((
+                ErrorKind::Server(ServerErrorKind::NoScript),
+                "NOSCRIPT",
+            )))
+        })
+        .await;
+        assert!(matches!(server, Ok(Err(_))));
+        assert!(matches!(unsent(async { Ok(1) }).await, Ok(Ok(1))));
     }
 
     #[test]

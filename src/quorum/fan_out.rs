@@ -1,6 +1,7 @@
 //! The concurrent fan-out of one round with an early decision: every
 //! node's call is polled from one future (no task per call), under one
-//! deadline for the whole round (no timer per call).
+//! deadline for the whole round (no timer per call, but for a delete that
+//! had to wait for its node's previous call: see [`Late::Keep`]).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
 
-use super::gates::Gates;
-use super::{Chain, Decision, Leftover, Round, Tally};
+use super::gates::{Gates, sent_then};
+use super::{Chain, Decision, Late, Leftover, Round, Tally};
 use crate::error::NodeOutcome;
 use crate::node::{Node, NodeError, NodeResult, observe};
 
@@ -25,6 +26,9 @@ struct Calls<C> {
     left: usize,
     /// When the round started.
     started: Instant,
+    /// Per node, whether its call bounds itself and outlives the round's
+    /// deadline ([`Late::Keep`]); empty when none does.
+    kept: Vec<bool>,
 }
 
 impl<T, C: Future<Output = Answer<T>>> Calls<C> {
@@ -99,15 +103,30 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
         .await
     }
 
-    /// When `timed_out`: drops every call still in flight (which opens
-    /// its gate), telling `answered` of each as timed out after `waited`.
+    /// Runs the calls still in flight to their end, telling `answered` of
+    /// each; for the kept calls, which bound themselves.
+    async fn drive_to_end(&mut self, mut answered: impl FnMut(usize, Answer<T>) -> bool) {
+        std::future::poll_fn(|cx| self.poll_answers(cx, &mut answered)).await;
+    }
+
+    /// The nodes (by index) whose calls are still in flight.
+    fn in_flight(&self) -> impl Iterator<Item = usize> + '_ {
+        self.calls
+            .iter()
+            .enumerate()
+            .filter_map(|(index, call)| call.is_some().then_some(index))
+    }
+
+    /// When `timed_out`: drops every call still in flight but the kept
+    /// ones (which opens its gate), telling `answered` of each as timed
+    /// out after `waited`.
     fn time_out(&mut self, timed_out: bool, mut answered: impl FnMut(usize, Answer<T>) -> bool) {
         if !timed_out {
             return;
         }
         let waited = self.started.elapsed();
         for index in 0..self.calls.len() {
-            if self.end(index) {
+            if !self.kept.get(index).copied().unwrap_or(false) && self.end(index) {
                 answered(index, (Err(NodeError::TimedOut), waited));
             }
         }
@@ -145,10 +164,12 @@ where
 /// values count as a grant. Returns the round and, per node, the value it
 /// answered before the decision (`None` for no answer, a timeout or an error).
 ///
-/// Every call of the round, including the wait for the node's call of the
-/// round before ([`Chain::after`]), is bounded by one deadline: the node
-/// timeout from the start of the round. A node still busy with the
-/// previous call just counts as timed out.
+/// The round is decided by one deadline: the node timeout from its start.
+/// A node that has not answered by then, still busy with its call of the
+/// round before ([`Chain::after`]) or not, counts as timed out. Its call is
+/// dropped then; with [`Late::Keep`], a call that had to wait for the
+/// node's previous call is not: it is sent once that call is over and has
+/// a node timeout of its own.
 ///
 /// # Cancel safety
 ///
@@ -169,26 +190,41 @@ where
     let started = Instant::now();
     let timeout = nodes.iter().map(|n| n.timeout()).max().unwrap_or_default();
     let deadline = started + timeout;
-    let gates = Gates::closed(nodes.len());
+    let gates = Gates::closed(nodes.len(), deadline);
+    let keep = chain.late == Late::Keep;
+    let mut kept = Vec::new();
     let calls = nodes.iter().enumerate().map(|(index, node)| {
-        let answer = call(node);
+        let answer = sent_then(call(node), chain.sent.map(|sent| sent.opener(index)));
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
+        if keep {
+            kept.resize(nodes.len(), false);
+            kept[index] = before.is_some();
+        }
         Some(async move {
             // Dropped when this call is over, or dropped unsent.
             let _open = open;
             if let Some(before) = before {
                 before.opened(index).await;
+                if keep {
+                    // Sent however late, then bounded by a timer of its own.
+                    let sent = Instant::now();
+                    let answer = tokio::time::timeout(timeout, answer).await;
+                    let answer = answer.unwrap_or(Err(NodeError::TimedOut));
+                    return (answer, sent.elapsed());
+                }
             }
             let sent = Instant::now();
             let answer = answer.await;
             (answer, sent.elapsed())
         })
     });
+    let calls = Box::into_pin(calls.collect());
     let mut calls = Calls {
-        calls: Box::into_pin(calls.collect()),
+        calls,
         left: nodes.len(),
         started,
+        kept,
     };
     let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
     let mut values: Vec<Option<T>> = std::iter::repeat_with(|| None).take(nodes.len()).collect();
@@ -217,6 +253,14 @@ where
             outcomes[index] = outcome;
             false
         });
+        if timed_out {
+            // The kept calls: timed out for this round, observed when they
+            // end, late.
+            for index in calls.in_flight() {
+                decision = tally.record(false);
+                outcomes[index] = NodeOutcome::TimedOut;
+            }
+        }
     }
     if calls.left > 0 {
         finish(
@@ -240,7 +284,8 @@ where
 }
 
 /// Deals with the calls still in flight once a round is decided, as
-/// `leftover` says; each stays bounded by the round's `deadline`.
+/// `leftover` says; each stays bounded by the round's `deadline`, but the
+/// kept ones ([`Late::Keep`]), which bound themselves.
 async fn finish<T, C>(
     op: &'static str,
     nodes: &Arc<[Arc<Node>]>,
@@ -263,6 +308,9 @@ async fn finish<T, C>(
                 .drive(sleep, |index, answer| late(nodes, index, answer))
                 .await;
             calls.time_out(timed_out, |index, answer| late(nodes, index, answer));
+            calls
+                .drive_to_end(|index, answer| late(nodes, index, answer))
+                .await;
         }
         Leftover::Finish => {
             // fan_out runs inside a runtime (it awaits tokio timers), so
@@ -276,6 +324,9 @@ async fn finish<T, C>(
                     .drive(sleep, |index, answer| late(&nodes, index, answer))
                     .await;
                 calls.time_out(timed_out, |index, answer| late(&nodes, index, answer));
+                calls
+                    .drive_to_end(|index, answer| late(&nodes, index, answer))
+                    .await;
             };
             chain.background.spawn(task.in_current_span());
         }

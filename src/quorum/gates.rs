@@ -4,11 +4,17 @@
 //! One shared record per round (a flag per node and one [`Notify`]), in
 //! place of a channel per node: a round of five nodes costs one allocation
 //! for its gates, and opening a gate is a store and a wake-up.
+//!
+//! A gate is also open once its round's deadline has passed, whether or
+//! not the task running the call has seen it: a call past the deadline is
+//! over for the round, and a task that is not being run (left on a
+//! current-thread runtime that nothing drives) cannot hold the next round.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 #[derive(Debug)]
 struct State {
@@ -16,6 +22,8 @@ struct State {
     /// out, or dropped unsent).
     over: Box<[AtomicBool]>,
     opened: Notify,
+    /// The round's deadline: every gate is open from then on.
+    until: Instant,
 }
 
 /// Per node, when one round's call to it is over. Cheap to clone; the
@@ -24,12 +32,14 @@ struct State {
 pub(crate) struct Gates(Option<Arc<State>>);
 
 impl Gates {
-    /// The gates of a round of `nodes` calls, all closed.
-    pub(crate) fn closed(nodes: usize) -> Self {
+    /// The gates of a round of `nodes` calls, all closed until their call
+    /// is over or `until` (the round's deadline) has passed.
+    pub(crate) fn closed(nodes: usize, until: Instant) -> Self {
         let over = (0..nodes).map(|_| AtomicBool::new(false)).collect();
         Gates(Some(Arc::new(State {
             over,
             opened: Notify::new(),
+            until,
         })))
     }
 
@@ -42,7 +52,8 @@ impl Gates {
         }
     }
 
-    /// True when node `index`'s call is over (or there was no such call).
+    /// True when node `index`'s call is over (or there was no such call);
+    /// [`opened`](Self::opened) also counts the round's deadline.
     pub(crate) fn is_open(&self, index: usize) -> bool {
         self.0.as_ref().is_none_or(|state| {
             state
@@ -52,7 +63,8 @@ impl Gates {
         })
     }
 
-    /// Waits until node `index`'s call is over.
+    /// Waits until node `index`'s call is over, or its round's deadline
+    /// has passed.
     ///
     /// # Cancel safety
     ///
@@ -61,6 +73,8 @@ impl Gates {
         let Some(state) = &self.0 else {
             return;
         };
+        let deadline = tokio::time::sleep_until(state.until);
+        tokio::pin!(deadline);
         loop {
             let notified = state.opened.notified();
             tokio::pin!(notified);
@@ -68,9 +82,26 @@ impl Gates {
             if self.is_open(index) {
                 return;
             }
-            notified.await;
+            tokio::select! {
+                biased;
+                () = notified => {}
+                () = deadline.as_mut() => return,
+            }
         }
     }
+}
+
+/// Runs `future`, dropping `opener` (opening its gate) right after the
+/// first poll: for a node call, once the command has been handed to the
+/// connection, which writes commands in the order it was given them.
+pub(crate) async fn sent_then<F: Future>(future: F, mut opener: Option<Opener>) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        let poll = future.as_mut().poll(cx);
+        opener = None;
+        poll
+    })
+    .await
 }
 
 /// Opens one node's gate when dropped ([`Gates::opener`]).
@@ -95,9 +126,13 @@ impl Drop for Opener {
 mod tests {
     use super::*;
 
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(3600)
+    }
+
     #[tokio::test]
     async fn a_gate_opens_when_its_opener_is_dropped_and_not_before() {
-        let gates = Gates::closed(3);
+        let gates = Gates::closed(3, far());
         let (first, second) = (gates.opener(0), gates.opener(1));
         assert!(!gates.is_open(0) && !gates.is_open(1));
         let waiting = tokio::spawn({
@@ -111,6 +146,26 @@ mod tests {
         drop(second);
         assert!(waiting.await.is_ok());
         assert!(gates.is_open(1) && !gates.is_open(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gate_whose_call_is_never_over_opens_at_the_rounds_deadline() {
+        let until = Instant::now() + std::time::Duration::from_millis(100);
+        let gates = Gates::closed(1, until);
+        let _never = gates.opener(0);
+        gates.opened(0).await;
+        assert_eq!(Instant::now(), until);
+    }
+
+    #[tokio::test]
+    async fn a_sent_gate_opens_after_the_first_poll_not_at_the_answer() {
+        let gates = Gates::closed(1, far());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let call = tokio::spawn(sent_then(rx, Some(gates.opener(0))));
+        gates.opened(0).await;
+        assert!(!call.is_finished());
+        drop(tx);
+        assert!(call.await.is_ok());
     }
 
     #[tokio::test]

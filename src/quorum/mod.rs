@@ -26,6 +26,47 @@ pub(crate) struct Chain<'a> {
     pub(crate) after: &'a Gates,
     /// Owns the calls a round leaves in flight ([`Leftover::Finish`]).
     pub(crate) background: &'a Background,
+    /// What becomes of the calls still in flight at the round's deadline.
+    pub(crate) late: Late,
+    /// When set, each node's gate here opens once this round's call to it
+    /// has been sent (handed to the node's connection), not answered: a
+    /// round that must only follow it on the connection waits no longer.
+    pub(crate) sent: Option<&'a Gates>,
+}
+
+impl<'a> Chain<'a> {
+    /// This chain for a round of deletes ([`Late::Keep`]).
+    pub(crate) fn keeping_late(self) -> Self {
+        Chain {
+            late: Late::Keep,
+            ..self
+        }
+    }
+
+    /// This chain, opening `sent`'s gate of each node once its call has
+    /// been sent ([`Chain::sent`]).
+    pub(crate) fn telling_sent(self, sent: Option<&'a Gates>) -> Self {
+        Chain { sent, ..self }
+    }
+}
+
+/// What becomes of a call still in flight (or still waiting for its
+/// node's previous call) when the round's deadline, the node timeout from
+/// its start, passes. Either way the round counts it as timed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// Dropped: a command already written still runs on its node, one not
+    /// yet written never will. For acquisitions, extensions and fence
+    /// write-backs, whose calls only count when they answer in time.
+    Drop,
+    /// Kept going, as [`Leftover`] says, until twice the node timeout from
+    /// the round's start. For deletes (releases and clean-ups): a delete
+    /// chained behind its node's previous call is sent once that call is
+    /// over, however late in the round (a call of the round before ends by
+    /// that round's deadline, so within one node timeout of this round's
+    /// start), and then has a node timeout of its own. It lands after the
+    /// call it waited for, so a late `SET` never outlives the release.
+    Keep,
 }
 
 /// How a round ended.

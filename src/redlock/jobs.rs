@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::Redlock;
-use crate::error::{Error, Result};
+use crate::error::{Error, Reason, Result};
 use crate::guard::LockGuard;
 use crate::options::LockOptions;
 
@@ -74,9 +74,12 @@ impl Redlock {
     /// does, under an auto-extended lock, and returns `Ok(Some(value))`.
     /// For jobs that every host of a fleet starts and one should run.
     ///
-    /// Only contention skips: nodes that are down or misconfigured, so
-    /// that no quorum could answer, are an error, so that an outage is
-    /// not taken for "someone else ran it".
+    /// Only contention skips ([`Reason::Contended`]: more nodes refused
+    /// than a quorum can spare, so someone else holds the lock whatever
+    /// the other nodes would have said). Any other failure is an error,
+    /// so that an outage is not taken for "someone else ran it": nodes
+    /// down, hung, misconfigured or not yet answered when the attempt was
+    /// decided, even with a stale key of another owner on the rest.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -92,9 +95,9 @@ impl Redlock {
     ///
     /// # Errors
     ///
-    /// - [`Error::NotAcquired`] when the attempt failed for another reason
-    ///   than contention (nodes unavailable or misconfigured, validity
-    ///   exhausted): `f` never runs.
+    /// - [`Error::NotAcquired`] when the attempt failed for another
+    ///   [reason](crate::Attempts::reason) than contention (nodes
+    ///   unavailable or misconfigured, validity exhausted): `f` never runs.
     /// - [`Error::InvalidArgument`], and [`Error::Lost`] as in
     ///   [`with_lock`](Self::with_lock).
     ///
@@ -113,14 +116,7 @@ impl Redlock {
         let options = LockOptions::new().no_wait();
         match self.acquire(&[resource], ttl, &options, None).await {
             Ok(guard) => run_under(guard, resource, f).await.map(Some),
-            Err(Error::NotAcquired(why))
-                if why.is_contended()
-                    && !why.is_unavailable()
-                    && !why.is_misconfigured()
-                    && !why.is_validity_exhausted() =>
-            {
-                Ok(None)
-            }
+            Err(Error::NotAcquired(why)) if why.reason() == Reason::Contended => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -148,7 +144,7 @@ where
         return Err(Error::Lost);
     };
     if let Err(error) = guard.release().await {
-        tracing::warn!(resource, %error, "job done, but the release found no quorum holding the lock");
+        tracing::warn!(resource, %error, "job done, but its release was not confirmed");
     }
     Ok(value)
 }

@@ -31,8 +31,12 @@ impl Redlock {
     ///
     /// - [`Error::InvalidArgument`] for an empty resource or an unusable TTL.
     /// - [`Error::NotAcquired`] when no quorum granted the lock with validity
-    ///   to spare; it tells each node's answer. Whatever the attempt set is
-    ///   released before this returns.
+    ///   to spare; it tells each node's answer. It comes at the attempt's
+    ///   decision; whatever the attempt set is released in the background
+    ///   (a node that must first answer the attempt's call gets its delete
+    ///   after that), which [`shutdown`](Self::shutdown) waits for. The
+    ///   deletes to the other nodes are handed to their connections before
+    ///   this returns, so a next call of this `Redlock` lands after them.
     ///
     /// # Cancel safety
     ///

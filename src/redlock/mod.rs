@@ -322,8 +322,10 @@ impl Redlock {
     /// clones) runs in the background has finished: the releases of guards
     /// dropped without [`LockGuard::release`](crate::LockGuard::release), of cancelled `lock()` calls,
     /// and the calls to slow nodes still in flight after a round was
-    /// decided. Each of them is bounded by the node timeout (twice it for a
-    /// call chained behind a node's previous call). The `Redlock` stays
+    /// decided. Each of them is bounded by the node timeout, twice it for
+    /// a delete chained behind its node's previous call (it is sent once
+    /// that call is over, at the latest at that call's deadline, and then
+    /// has a node timeout of its own). The `Redlock` stays
     /// usable; work started meanwhile is waited for too. Live guards, their
     /// watchdogs and waiting `lock()` calls are not waited for.
     ///

@@ -196,6 +196,7 @@ pub fn cause(e: &Error) -> String {
         Error::NotAcquired(a) if a.is_unavailable() => "unavailable".into(),
         Error::NotAcquired(a) if a.is_contended() => "contended".into(),
         Error::NotAcquired(_) => "no_quorum".into(),
+        Error::ReleaseUnconfirmed(_) => "unconfirmed".into(),
         other => format!("other: {other}"),
     }
 }
