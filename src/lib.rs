@@ -95,6 +95,10 @@
 //! `run_id` (`INFO server`) with a record the node keeps without TTL,
 //! `{prefix}restart-guard:node`. No extra round trip, no write per
 //! acquisition. A TTL above `max_ttl` is then an [`Error::InvalidArgument`].
+//! The quarantine is a deployment constant: a node that keeps another one
+//! than a client announces refuses it ([`NodeOutcome::QuarantineMismatch`],
+//! not retried, and [`Redlock::check`] fails on it), since a restarted node
+//! learns its quarantine from its first voter.
 //! [`Redlock::init_nodes`] lets a new cluster vote at once; it must never
 //! be inferred from finding no lock key. With fencing, a node counts in the
 //! fenced read only once its counters are known intact (written back in

@@ -40,6 +40,21 @@ pub enum NodeOutcome {
         /// How much longer the node refuses to vote.
         left: std::time::Duration,
     },
+    /// The restart guard refused: the node keeps another quarantine than
+    /// this client announces (`max_ttl` or the drift settings differ
+    /// between clients of the nodes). They must be the same on every
+    /// client: a [misconfiguration](NodeOutcome::is_misconfigured), which
+    /// [`Redlock::lock`](crate::Redlock::lock) does not wait out. Until it
+    /// is fixed, the longer of the two is given to every node still in
+    /// quarantine. See
+    /// [`Config::with_restart_guard`](crate::Config::with_restart_guard).
+    QuarantineMismatch {
+        /// The quarantine the node keeps.
+        kept: std::time::Duration,
+        /// The quarantine this client announces
+        /// ([`Config::quarantine`](crate::Config::quarantine)).
+        ours: std::time::Duration,
+    },
 }
 
 impl NodeOutcome {
@@ -72,13 +87,27 @@ impl NodeOutcome {
     /// True when the node failed for a reason waiting does not cure: our
     /// credentials refused, the ACL forbids a command, the node is a
     /// read-only replica, TLS settings do not match
-    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)).
+    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)),
+    /// the node keeps another restart-guard quarantine than this client
+    /// ([`NodeOutcome::QuarantineMismatch`]).
     ///
     /// ```
-    /// assert!(!redquorum::NodeOutcome::TimedOut.is_misconfigured());
+    /// use std::time::Duration;
+    /// use redquorum::NodeOutcome;
+    ///
+    /// assert!(!NodeOutcome::TimedOut.is_misconfigured());
+    /// let mismatch = NodeOutcome::QuarantineMismatch {
+    ///     kept: Duration::from_millis(20_202),
+    ///     ours: Duration::from_millis(303),
+    /// };
+    /// assert!(mismatch.is_misconfigured() && !mismatch.is_unavailable());
     /// ```
     pub fn is_misconfigured(&self) -> bool {
-        matches!(self, NodeOutcome::Failed(failure) if failure.is_misconfiguration())
+        match self {
+            NodeOutcome::Failed(failure) => failure.is_misconfiguration(),
+            NodeOutcome::QuarantineMismatch { .. } => true,
+            _ => false,
+        }
     }
 }
 
@@ -94,6 +123,12 @@ impl fmt::Display for NodeOutcome {
                 f,
                 "quarantined for {left:?} (restarted or lost its data; votes once every lock \
                  it may have granted has expired)"
+            ),
+            NodeOutcome::QuarantineMismatch { kept, ours } => write!(
+                f,
+                "restart-guard quarantine mismatch: the node keeps {kept:?}, this client \
+                 announces {ours:?}; give every client of the nodes the same max_ttl and \
+                 drift settings"
             ),
         }
     }

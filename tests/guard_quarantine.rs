@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use redquorum::testkit::{LocalCluster, ProxyMode};
-use redquorum::{Config, Error, Redlock};
+use redquorum::{Config, Error, NodeOutcome, NodeProblem, Redlock};
 use tokio::time::Instant;
 
 /// The longer `max_ttl`, used by the holder.
@@ -86,7 +86,51 @@ async fn a_client_with_a_shorter_max_ttl_never_shares_a_lock_after_a_majority_re
         "{:?}",
         held.remaining()
     );
+
+    // The mismatch is a typed misconfiguration that names both values,
+    // not retried, and check() fails on it.
+    let (long_q, short_q) = (quarantine(LONG), quarantine(SHORT));
+    let retried = fresh(&cluster, guarded(SHORT).with_retry_count(10));
+    match retried.lock(&resource, SHORT).await {
+        Err(Error::NotAcquired(why)) => {
+            assert_eq!(why.attempts(), 1, "{why}");
+            assert!(why.is_misconfigured() && !why.is_unavailable(), "{why}");
+            let mismatch = NodeOutcome::QuarantineMismatch {
+                kept: long_q,
+                ours: short_q,
+            };
+            let outcomes: Vec<&NodeOutcome> = why.nodes().iter().map(|r| r.outcome()).collect();
+            assert!(
+                outcomes.iter().filter(|o| ***o == mismatch).count() >= 2
+                    && outcomes
+                        .iter()
+                        .all(|o| **o == mismatch || **o == NodeOutcome::Pending),
+                "{why}"
+            );
+            let text = why.to_string();
+            assert!(text.contains("20.202s") && text.contains("305ms"), "{text}");
+        }
+        other => panic!("expected a quarantine mismatch, got {other:?}"),
+    }
+    match retried.check().await {
+        Err(Error::Misconfigured(problems)) => assert!(
+            problems.iter().any(
+                |p| matches!(p, NodeProblem::QuarantineMismatch { kept, ours, .. }
+                    if *kept == long_q && *ours == short_q)
+            ),
+            "{problems:?}"
+        ),
+        other => panic!("expected check() to fail on the mismatch, got {other:?}"),
+    }
+    fresh(&cluster, guarded(LONG))
+        .check()
+        .await
+        .expect("with the holder's value: quarantines, which are warnings");
     drop(held.release().await);
+}
+
+fn quarantine(max_ttl: Duration) -> Duration {
+    guarded(max_ttl).quarantine().expect("guard on")
 }
 
 /// Extensions announce the quarantine too: a holder's extension that

@@ -1,9 +1,10 @@
 #![cfg(feature = "testkit")]
 //! The restart guard on real nodes: a node that restarted (or lost its
 //! data) refuses to vote for the quarantine, then votes again;
-//! `init_nodes` skips the wait; the longest quarantine announced is kept
-//! for every client; TTLs above max_ttl are refused; the start-up checks,
-//! inspection and the fenced read see the quarantine.
+//! `init_nodes` skips the wait; a node keeps the quarantine of the client
+//! that began its trust period and refuses another; TTLs above max_ttl are
+//! refused; the start-up checks, inspection and the fenced read see the
+//! quarantine.
 
 mod common;
 
@@ -106,24 +107,74 @@ async fn init_nodes_lets_a_restarted_node_vote_without_waiting() {
     assert_eq!(node_0(&redlock, &resource).await, None);
 }
 
+/// The problems `check_report` finds on node `index` that concern the
+/// restart guard.
+async fn guard_problems(redlock: &Redlock, index: usize) -> Vec<NodeProblem> {
+    redlock.check_report().await[index]
+        .problems()
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                NodeProblem::Quarantined { .. } | NodeProblem::QuarantineMismatch { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_larger_quarantine_announced_by_one_client_is_kept_for_all() {
+async fn a_node_keeps_the_quarantine_of_the_client_that_met_it_first_and_refuses_another() {
     let cluster = common::cluster(3);
-    let long = all_of_three(Duration::from_secs(600));
-    let short = all_of_three(MAX_TTL);
+    let (long, short) = (
+        all_of_three(Duration::from_secs(600)),
+        all_of_three(MAX_TTL),
+    );
+    let long_q = long.quarantine().expect("guard on");
     let short_q = short.quarantine().expect("guard on");
-    let resource = common::unique("guard-largest");
-    // The long-lived client meets node 0 first after the restart...
+    let resource = common::unique("guard-kept");
+    // Every node keeps the short quarantine, then node 0 restarts and the
+    // long client meets it first.
     drop(common::guarded(&cluster, short.clone()).await);
     cluster.restart_empty(0).expect("restart");
     let long = fresh(&cluster, long);
-    let left = left_of(node_0(&long, &resource).await);
-    assert!(left > short_q, "{left:?}");
-    // ...and a client with a smaller max_ttl still waits the larger one.
+    assert!(long.try_lock(&resource, MAX_TTL).await.is_err());
+    long.shutdown().await;
+    let problems = guard_problems(&long, 0).await;
+    assert!(
+        matches!(problems[..], [NodeProblem::Quarantined { left, started: true, .. }]
+            if left > short_q),
+        "{problems:?}"
+    );
+    for index in [1, 2] {
+        let problems = guard_problems(&long, index).await;
+        assert!(
+            matches!(problems[..], [NodeProblem::QuarantineMismatch { kept, ours, .. }]
+                if kept == short_q && ours == long_q),
+            "node {index}: {problems:?}"
+        );
+    }
+    // The short client is refused by node 0, which still waits the long
+    // quarantine out.
     let short = fresh(&cluster, short);
     tokio::time::sleep(short_q * 2).await;
-    let left = left_of(node_0(&short, &resource).await);
-    assert!(left > short_q, "the short client saw {left:?}");
+    match short.try_lock(&resource, MAX_TTL).await {
+        Err(Error::NotAcquired(why)) => assert!(why.is_misconfigured(), "{why}"),
+        other => panic!("expected node 0's mismatch to refuse it, got {other:?}"),
+    }
+    let problems = guard_problems(&short, 0).await;
+    assert!(
+        problems.iter().any(
+            |p| matches!(p, NodeProblem::QuarantineMismatch { kept, ours, .. }
+            if *kept == long_q && *ours == short_q)
+        ),
+        "{problems:?}"
+    );
+    let problems = guard_problems(&long, 0).await;
+    assert!(
+        matches!(problems[..], [NodeProblem::Quarantined { left, .. }] if left > short_q),
+        "{problems:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,4 +317,25 @@ async fn a_record_without_a_readable_since_starts_a_new_quarantine_that_ends() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(voted, "node 0 never voted again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_guard_on_every_kind_of_lock_extends() {
+    let cluster = common::cluster(3);
+    let config = common::fast_config().with_restart_guard(Duration::from_secs(5));
+    let ttl = Duration::from_secs(2);
+    let plain = common::guarded(&cluster, config.clone()).await;
+    let reseeding = fresh(&cluster, config.with_reseed_restarted_nodes(true));
+    let resource = common::unique("guard-extend-kinds");
+    for redlock in [&plain, &reseeding] {
+        let mut guard = redlock.try_lock(&resource, ttl).await.expect("lock");
+        guard.extend(ttl).await.expect("extend");
+        guard.release().await.expect("release");
+    }
+    let mut hold = plain
+        .try_lock_reentrant(&resource, "job-1", ttl)
+        .await
+        .expect("reentrant lock");
+    hold.extend(ttl).await.expect("reentrant extend");
+    hold.release().await.expect("reentrant release");
 }

@@ -19,9 +19,31 @@ impl Config {
     /// grant a vote first reads the live `run_id` (`INFO server`); when it
     /// differs from the record, or there is no record, the node starts a
     /// new trust period and refuses to vote for the quarantine,
-    /// `max_ttl * (1 + drift_factor) + drift_padding`. The largest
-    /// quarantine any client announced is kept on the node, so clients with
-    /// a smaller `max_ttl` still wait long enough for the others.
+    /// `max_ttl * (1 + drift_factor) + drift_padding`.
+    ///
+    /// **The quarantine is a deployment constant**: give every client of
+    /// the nodes the same `max_ttl` and drift settings. The record keeps
+    /// the quarantine of the client that began the trust period, and a
+    /// node refuses the votes and extensions of a client that announces
+    /// another one ([`NodeOutcome::QuarantineMismatch`](crate::NodeOutcome::QuarantineMismatch),
+    /// a misconfiguration that [`Redlock::lock`](crate::Redlock::lock)
+    /// does not retry and [`Redlock::check`](crate::Redlock::check) fails
+    /// on). That client then gives the longer of the two quarantines to
+    /// every node still in quarantine, so that a node restarted empty whose
+    /// first voter announced the shorter one waits the longer one out.
+    ///
+    /// Why no node can simply keep the largest quarantine ever announced:
+    /// the record is lost with the very restart it guards against, so a
+    /// restarted node learns its quarantine from its first voter. A client
+    /// with a shorter `max_ttl` that met only restarted nodes would set it
+    /// and could take a lock that a client with a longer one still holds.
+    /// Refusing every mismatch and spreading the longer value closes that
+    /// whenever one node that remembers the longer value answers the
+    /// shorter client before its quarantine ends (in particular whenever a
+    /// minority of nodes restarted). The one case no node can tell: a
+    /// majority restarted empty and every node that remembers the longer
+    /// value is out of that client's reach until then. So mixed values are
+    /// refused, never relied on.
     ///
     /// With the guard on, every TTL above `max_ttl` (for
     /// [`Redlock::lock`](crate::Redlock::lock),

@@ -6,7 +6,7 @@
 
 use super::call::{Grant, Request, command};
 use super::guard::{
-    GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
+    self, GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
     GUARDED_REENTRANT_ACQUIRE, Guard,
 };
 use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
@@ -86,15 +86,29 @@ impl Request {
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got
-    /// the new TTL (for a reentrant hold id: at least the new TTL).
-    pub(crate) fn extend(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        Request::script(extend_script(value), keys, &[value, ttl_ms], Grant::Int(1))
+    /// the new TTL (for a reentrant hold id: at least the new TTL). With
+    /// the restart `guard` on, it announces the quarantine first.
+    pub(crate) fn extend(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        let scripts = (extend_script(value), guard::extend_script(value, false));
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
     /// Compare-and-pexpire that tells a missing key from a foreign one
-    /// (read the reply with [`Found::from_reply`]).
-    pub(crate) fn extend_or_missing(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        Request::script(&EXTEND_OR_MISSING, keys, &[value, ttl_ms], Grant::Int(1))
+    /// (read the reply with [`Found::from_reply`]); with the restart
+    /// `guard` on, it announces the quarantine first.
+    pub(crate) fn extend_or_missing(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        let scripts = (&*EXTEND_OR_MISSING, guard::extend_script(value, true));
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
     /// Sets the missing keys to our value (`SET NX PX`). Granted when done;

@@ -33,6 +33,14 @@ pub(crate) enum NodeError {
     Failed(NodeFailure),
     /// The restart guard refused the vote for this long.
     Quarantined(Duration),
+    /// The restart guard refused: the node keeps another quarantine than
+    /// this client announces.
+    QuarantineMismatch {
+        /// The quarantine the node keeps.
+        kept: Duration,
+        /// The quarantine this client announces.
+        ours: Duration,
+    },
 }
 
 impl NodeError {
@@ -42,6 +50,10 @@ impl NodeError {
             NodeError::TimedOut => NodeOutcome::TimedOut,
             NodeError::Failed(failure) => NodeOutcome::Failed(failure.clone()),
             NodeError::Quarantined(left) => NodeOutcome::Quarantined { left: *left },
+            NodeError::QuarantineMismatch { kept, ours } => NodeOutcome::QuarantineMismatch {
+                kept: *kept,
+                ours: *ours,
+            },
         }
     }
 

@@ -92,9 +92,11 @@ return deleted_keys
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
 /// Returns 1 when every key holds our value and got the new TTL, 0 when any
 /// key is missing or not ours (nothing is changed then).
-pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| with_ours(EXTEND_LUA));
+
+/// The body of [`EXTEND`], after [`OURS`] (the restart guard runs it after
+/// announcing its quarantine).
+pub(crate) const EXTEND_LUA: &str = r"
 for i = 1, #KEYS do
   if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
@@ -102,9 +104,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
-});
+";
 
 /// Compare-and-pexpire that tells a missing key from a foreign one.
 ///
@@ -112,9 +112,11 @@ return 1
 /// Returns 1 when every key holds our value and got the new TTL; 0 when any
 /// key holds another value; -1 when no key is foreign but some are missing
 /// (a restarted node). Nothing is changed unless it returns 1.
-pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> =
+    LazyLock::new(|| with_ours(EXTEND_OR_MISSING_LUA));
+
+/// The body of [`EXTEND_OR_MISSING`], after [`OURS`].
+pub(crate) const EXTEND_OR_MISSING_LUA: &str = r"
 local missing = false
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
@@ -129,9 +131,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
-});
+";
 
 /// Re-seeds a lock on a node that lost it (restarted empty), once the lock
 /// is known to be held on a quorum. Never overwrites another owner's key.

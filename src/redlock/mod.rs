@@ -141,15 +141,20 @@ impl Redlock {
             config.connect_timeout(),
             quorum,
         );
+        let nodes: Arc<[Arc<Node>]> = parsed.into();
+        let background = Background::default();
+        if let Some(guard) = &guard {
+            guard.peers.attach(&nodes, &background);
+        }
         Ok(Redlock {
             shared: Arc::new(Shared {
-                nodes: parsed.into(),
+                nodes,
                 quorum,
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
                 passed: std::sync::atomic::AtomicBool::new(false),
                 handoff,
-                background: Background::default(),
+                background,
             }),
         })
     }

@@ -64,7 +64,8 @@ pub struct Cli {
 
     /// Turn on the restart guard: a node that restarted or lost its data
     /// votes only after MAX_TTL (plus drift), and no lock may have a TTL
-    /// above MAX_TTL. Use the same value in every client of the nodes.
+    /// above MAX_TTL. Use the same value in every client of the nodes: a
+    /// node that keeps another refuses this client.
     #[arg(long, value_parser = duration::parse, global = true, value_name = "MAX_TTL")]
     pub restart_guard: Option<Duration>,
 

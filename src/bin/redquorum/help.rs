@@ -103,8 +103,9 @@ every lock it may have granted has expired. On a new cluster, or one whose
 every client has been stopped for longer than the longest TTL, init lets
 the nodes vote at once. Never run it because no lock key is to be found: a
 redeploy of every node looks exactly like that while a holder elsewhere
-still believes it holds its lock. Give --restart-guard too, to record the
-quarantine for clients that announce a shorter one.
+still believes it holds its lock. Give --restart-guard with your clients'
+MAX_TTL: each node then keeps that quarantine, and refuses a client that
+announces another.
 
 Example:
   redquorum --restart-guard 60s init --no-lock-is-live
