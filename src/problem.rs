@@ -342,7 +342,9 @@ impl fmt::Display for NodeProblem {
                 "node {index} ({node}) keeps a restart-guard quarantine of {kept:?}, this client \
                  announces {ours:?}: it refuses this client's votes; the quarantine is a \
                  deployment constant, give every client of the nodes the same max_ttl and \
-                 drift settings"
+                 drift settings, then, once no lock longer than that can be live, `redquorum \
+                 --restart-guard MAX_TTL set-quarantine --no-longer-lock-is-live` \
+                 (Redlock::set_node_quarantine) makes every node keep it"
             ),
         }
     }

@@ -99,3 +99,22 @@ fn set_quarantine_gives_the_nodes_the_fleets_quarantine_after_a_client_set_a_hug
         "{out}"
     );
 }
+
+#[test]
+fn set_quarantines_help_lists_its_exit_codes() {
+    let mut help = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+    help.args(["set-quarantine", "--help"]);
+    let (code, out, _) = output(&mut help);
+    assert_eq!(code, Some(0), "{out}");
+    let Some((_, section)) = out.split_once("Exit codes:") else {
+        panic!("no exit codes: {out}");
+    };
+    for code in ["0", "80", "69", "78", "64"] {
+        assert!(
+            section
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{code} "))),
+            "exit code {code} not explained: {section}"
+        );
+    }
+}

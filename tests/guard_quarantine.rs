@@ -173,3 +173,31 @@ async fn a_holders_extension_gives_restarted_nodes_its_quarantine() {
     cluster.set_proxy(0, ProxyMode::Pass);
     drop(held.release().await);
 }
+
+/// The library's side of `redquorum set-quarantine`: every node keeps this
+/// client's quarantine afterwards, and it needs the guard on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_node_quarantine_makes_every_node_keep_this_clients_quarantine() {
+    let cluster = common::cluster(3);
+    drop(common::guarded(&cluster, guarded(LONG)).await);
+    let short = fresh(&cluster, guarded(SHORT));
+    assert!(matches!(short.check().await, Err(Error::Misconfigured(_))));
+    let reports = short.set_node_quarantine().await.expect("guard on");
+    assert!(
+        reports.iter().all(|r| r.outcome().is_success()),
+        "{reports:?}"
+    );
+    short
+        .check()
+        .await
+        .expect("every node keeps the short quarantine");
+    let resource = common::unique("guard-set");
+    let held = short.try_lock(&resource, SHORT).await.expect("lock");
+    held.release().await.expect("release");
+
+    let off = fresh(&cluster, common::fast_config());
+    match off.set_node_quarantine().await {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("restart guard"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}

@@ -43,7 +43,9 @@ impl Config {
     /// minority of nodes restarted). The one case no node can tell: a
     /// majority restarted empty and every node that remembers the longer
     /// value is out of that client's reach until then. So mixed values are
-    /// refused, never relied on.
+    /// refused, never relied on. [`Redlock::set_node_quarantine`](crate::Redlock::set_node_quarantine)
+    /// makes every node keep this client's quarantine once the fleet agrees
+    /// on it again.
     ///
     /// With the guard on, every TTL above `max_ttl` (for
     /// [`Redlock::lock`](crate::Redlock::lock),

@@ -44,7 +44,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
     );
     assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
     use crate::node::guard::*;
-    let guarded: [&Lua; 7] = [
+    let guarded: [&Lua; 8] = [
         &GUARDED_ACQUIRE_ALL,
         &GUARDED_FENCE_WRITE_BACK,
         &GUARDED_EXTEND,
@@ -52,6 +52,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
         &TRUST_STATUS,
         &MARK_TRUSTED,
         &SPREAD,
+        &SET_QUARANTINE,
     ];
     assert_documented(&["core", "restart-guard"], &guarded);
     assert_documented(&["core", "restart-guard"], &[&GUARDED_FENCED_ACQUIRE]);

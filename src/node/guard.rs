@@ -157,6 +157,19 @@ impl Node {
         Ok(())
     }
 
+    /// Makes the node keep the quarantine `guard` announces.
+    pub(crate) async fn set_quarantine(&self, guard: &Guard) -> NodeResult<()> {
+        let keys = [guard.key.clone()];
+        let request = Request::script(
+            &SET_QUARANTINE,
+            &keys,
+            &[&guard.quarantine_ms],
+            Grant::NotNil,
+        );
+        let _: i64 = self.send_bounded(&request).await?;
+        Ok(())
+    }
+
     /// [`refusal`], and a mismatch met spreads the longer quarantine.
     pub(crate) fn guard_refusal(&self, error: NodeError) -> NodeError {
         let error = refusal(error);

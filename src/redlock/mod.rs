@@ -3,6 +3,7 @@
 
 mod jobs;
 mod locking;
+mod quarantine;
 mod trust;
 
 use std::sync::Arc;

@@ -91,6 +91,11 @@ pub enum Command {
     /// without waiting out its quarantine: only when no lock can be live.
     #[command(after_help = help::INIT)]
     Init(InitArgs),
+    /// Make every node keep this client's restart-guard quarantine (from
+    /// --restart-guard), after a client with another MAX_TTL set theirs:
+    /// only when no lock longer than MAX_TTL can be live.
+    #[command(after_help = help::SET_QUARANTINE)]
+    SetQuarantine(SetQuarantineArgs),
 }
 
 /// How long `--wait` lets `run` wait for the lock.
@@ -188,6 +193,15 @@ pub struct InitArgs {
     /// Confirm that no lock taken through these nodes can still be held.
     #[arg(long)]
     pub no_lock_is_live: bool,
+}
+
+/// Options of `set-quarantine`.
+#[derive(Debug, Args)]
+pub struct SetQuarantineArgs {
+    /// Confirm that no lock with a TTL above --restart-guard's MAX_TTL can
+    /// still be held.
+    #[arg(long)]
+    pub no_longer_lock_is_live: bool,
 }
 
 /// Options of `status`.

@@ -118,6 +118,31 @@ Exit codes:
       or nodes file (EX_CONFIG)
   64  bad usage, or --no-lock-is-live missing (EX_USAGE)";
 
+/// After `set-quarantine --help`.
+pub const SET_QUARANTINE: &str = "\
+With the restart guard, every client of the nodes must announce the same
+quarantine (--restart-guard MAX_TTL plus drift): a node keeps the one of
+the client that began its trust period and refuses the others. A client
+with another MAX_TTL leaves nodes that refuse the fleet (check lists them)
+and, while it is the longer one, quarantines that long. Once every client
+uses one MAX_TTL, and none with a longer one has held a lock for longer
+than that, set-quarantine makes every node keep this one: a node still in
+quarantine then waits this one from the start of its trust period. A node
+that restarted while a longer lock was live can then grant it again: when
+in doubt, wait the longer quarantine out.
+
+Example:
+  redquorum --restart-guard 60s set-quarantine --no-longer-lock-is-live
+
+Exit codes:
+  0   every node keeps the quarantine
+  80  some nodes not set (listed)
+  69  no node set (EX_UNAVAILABLE)
+  78  a node refused (an ACL without +info, say), or bad configuration
+      or nodes file (EX_CONFIG)
+  64  bad usage: --restart-guard or --no-longer-lock-is-live missing
+      (EX_USAGE)";
+
 pub const STATUS: &str = "\
 The holder is shown by its label (run --label; host:pid and the command by
 default) and the first 8 characters of its lock value, never the value; a

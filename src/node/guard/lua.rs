@@ -215,3 +215,22 @@ return 0
 "
     ))
 });
+
+/// Makes the node keep this client's quarantine, whatever it kept (an
+/// operator's decision: see `Redlock::set_node_quarantine`); a node with
+/// no record for its process begins a trust period with it, as a vote
+/// would. KEYS[1]: the record, ARGV[1]: the quarantine in ms. Returns 1.
+pub(crate) static SET_QUARANTINE: LazyLock<Lua> = LazyLock::new(|| {
+    lua(&format!(
+        r"
+local guard_key = KEYS[1]
+{READ}
+if fresh then
+  redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at), 'q', ARGV[1])
+else
+  redis.call('hset', guard_key, 'q', ARGV[1])
+end
+return 1
+"
+    ))
+});
