@@ -118,3 +118,69 @@ fn set_quarantines_help_lists_its_exit_codes() {
         );
     }
 }
+
+/// After clean restarts (AOF `always`) of two nodes of three, a resource
+/// not fenced since cannot issue a token; an operator who knows the
+/// counters survived vouches for them, and the next token follows the last.
+#[test]
+fn vouch_counters_lets_a_resource_issue_tokens_again_after_clean_restarts() {
+    let nodes = cluster(3);
+    for i in 0..3 {
+        if let Err(e) = nodes.enable_aof(i) {
+            panic!("AOF: {e}");
+        }
+    }
+    let (code, out, err) = guarded(&nodes, "300ms", &["init", "--no-lock-is-live"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let resource = unique("cli-vouch");
+    let token = [
+        "run",
+        "--resource",
+        resource.as_str(),
+        "--ttl",
+        "300ms",
+        "--fencing",
+        "--no-wait",
+        "--",
+        "sh",
+        "-c",
+        "echo token=$REDQUORUM_FENCING_TOKEN",
+    ];
+    let (code, out, err) = guarded(&nodes, "300ms", &token);
+    assert_eq!((code, out.trim()), (Some(0), "token=1"), "{err}");
+    for i in [0, 1] {
+        if let Err(e) = nodes.restart_with_aof(i) {
+            panic!("restart: {e}");
+        }
+    }
+    // A vote starts both quarantines; wait them out.
+    let plain = [
+        "run",
+        "--resource",
+        "cli-vouch-plain",
+        "--ttl",
+        "300ms",
+        "--no-wait",
+        "--",
+        "true",
+    ];
+    let _ = guarded(&nodes, "300ms", &plain);
+    std::thread::sleep(Duration::from_millis(1000));
+    let (code, out, err) = guarded(&nodes, "300ms", &plain);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    let (code, out, err) = guarded(&nodes, "300ms", &token);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    assert!(err.contains("vouch-counters"), "{err}");
+    let vouch = ["vouch-counters", "--resource", resource.as_str()];
+    let (code, out, err) = guarded(&nodes, "300ms", &vouch);
+    assert_eq!(code, Some(EX_USAGE), "{out}{err}");
+    assert!(err.contains("--counters-are-intact"), "{err}");
+    let mut confirmed = vouch.to_vec();
+    confirmed.push("--counters-are-intact");
+    let (code, out, err) = guarded(&nodes, "300ms", &confirmed);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out.matches("vouched").count(), 3, "{out}");
+    let (code, out, err) = guarded(&nodes, "300ms", &token);
+    assert_eq!((code, out.trim()), (Some(0), "token=2"), "{err}");
+}
