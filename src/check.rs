@@ -117,6 +117,14 @@ fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProb
                 ours,
             };
         }
+        // Only a fenced acquisition meets it, never a check.
+        e @ NodeError::CountersUnknown => {
+            return NodeProblem::Unreachable {
+                index,
+                node,
+                reason: e.outcome().to_string(),
+            };
+        }
     };
     let reason = failure.message().to_owned();
     match failure.kind() {

@@ -102,7 +102,11 @@
 //! [`Redlock::init_nodes`] lets a new cluster vote at once; it must never
 //! be inferred from finding no lock key. With fencing, a node counts in the
 //! fenced read only once its counters are known intact (written back in
-//! its current trust period, or marked by `init_nodes`).
+//! its current trust period, vouched for, or marked by `init_nodes`): after
+//! restarts of more than N − quorum nodes, clean ones included, a resource's
+//! fenced acquisitions fail with [`NodeOutcome::CountersUnknown`] (not
+//! retried) until [`Redlock::vouch_fence_counters`] vouches for counters
+//! that survived.
 //!
 //! ```no_run
 //! use std::time::Duration;

@@ -55,6 +55,17 @@ pub enum NodeOutcome {
         /// ([`Config::quarantine`](crate::Config::quarantine)).
         ours: std::time::Duration,
     },
+    /// With the restart guard and fencing on: the node's fence counters of
+    /// the resource are not known intact (its trust period began after they
+    /// were last written back: it restarted, under any persistence mode, or
+    /// lost data), so it is no vote in the fenced read. Its lock keys were
+    /// set all the same, and a token written back makes them count again.
+    /// When more nodes than a quorum can spare answer this, no token can be
+    /// issued until someone vouches for the counters
+    /// ([`Redlock::vouch_fence_counters`](crate::Redlock::vouch_fence_counters)):
+    /// a [misconfiguration](NodeOutcome::is_misconfigured), which
+    /// [`Redlock::lock`](crate::Redlock::lock) does not wait out.
+    CountersUnknown,
 }
 
 impl NodeOutcome {
@@ -89,7 +100,9 @@ impl NodeOutcome {
     /// read-only replica, TLS settings do not match
     /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)),
     /// the node keeps another restart-guard quarantine than this client
-    /// ([`NodeOutcome::QuarantineMismatch`]).
+    /// ([`NodeOutcome::QuarantineMismatch`]), its fence counters are not
+    /// known intact ([`NodeOutcome::CountersUnknown`]: only an operator's
+    /// word, or a token written back, mends them).
     ///
     /// ```
     /// use std::time::Duration;
@@ -105,7 +118,7 @@ impl NodeOutcome {
     pub fn is_misconfigured(&self) -> bool {
         match self {
             NodeOutcome::Failed(failure) => failure.is_misconfiguration(),
-            NodeOutcome::QuarantineMismatch { .. } => true,
+            NodeOutcome::QuarantineMismatch { .. } | NodeOutcome::CountersUnknown => true,
             _ => false,
         }
     }
@@ -129,6 +142,13 @@ impl fmt::Display for NodeOutcome {
                 "restart-guard quarantine mismatch: the node keeps {kept:?}, this client \
                  announces {ours:?}; give every client of the nodes the same max_ttl and \
                  drift settings"
+            ),
+            NodeOutcome::CountersUnknown => f.write_str(
+                "fence counters not known intact: this node restarted or lost data since they \
+                 were last written back, so it is no vote in the fenced read; if its counters \
+                 survived (appendfsync always, no flush, no eviction), vouch for them: \
+                 `redquorum --restart-guard MAX_TTL vouch-counters --resource NAME \
+                 --counters-are-intact` (Redlock::vouch_fence_counters)",
             ),
         }
     }

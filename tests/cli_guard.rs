@@ -98,24 +98,37 @@ fn set_quarantine_gives_the_nodes_the_fleets_quarantine_after_a_client_set_a_hug
         out.contains("keeps a restart-guard quarantine of 305ms"),
         "{out}"
     );
+    let (code, out, err) = guarded(&nodes, "600s", &["check", "--json"]);
+    assert_eq!(code, Some(EX_CONFIG), "{out}{err}");
+    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let kinds = json["nodes"][0]["problems"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        kinds.iter().any(|p| p["kind"] == "quarantine_mismatch"),
+        "{json}"
+    );
 }
 
 #[test]
-fn set_quarantines_help_lists_its_exit_codes() {
-    let mut help = Command::new(env!("CARGO_BIN_EXE_redquorum"));
-    help.args(["set-quarantine", "--help"]);
-    let (code, out, _) = output(&mut help);
-    assert_eq!(code, Some(0), "{out}");
-    let Some((_, section)) = out.split_once("Exit codes:") else {
-        panic!("no exit codes: {out}");
-    };
-    for code in ["0", "80", "69", "78", "64"] {
-        assert!(
-            section
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{code} "))),
-            "exit code {code} not explained: {section}"
-        );
+fn the_guard_commands_help_lists_their_exit_codes() {
+    for sub in ["set-quarantine", "vouch-counters"] {
+        let mut help = Command::new(env!("CARGO_BIN_EXE_redquorum"));
+        help.args([sub, "--help"]);
+        let (code, out, _) = output(&mut help);
+        assert_eq!(code, Some(0), "{out}");
+        let Some((_, section)) = out.split_once("Exit codes:") else {
+            panic!("{sub}: no exit codes: {out}");
+        };
+        for code in ["0", "80", "69", "78", "64"] {
+            assert!(
+                section
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(&format!("{code} "))),
+                "{sub}: exit code {code} not explained: {section}"
+            );
+        }
     }
 }
 

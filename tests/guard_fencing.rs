@@ -67,3 +67,65 @@ async fn a_fenced_lock_whose_counters_a_quorum_cannot_vouch_for_stops_at_once_an
         other => panic!("expected the counters not known intact, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vouching_for_the_counters_lets_the_next_token_follow_the_last() {
+    let resource = common::unique("guard-fence-vouch");
+    let (_cluster, redlock) = fenced_then_two_clean_restarts(&resource).await;
+    let reports = redlock
+        .vouch_fence_counters(&[&resource])
+        .await
+        .expect("guard on");
+    assert!(
+        reports.iter().all(|r| r.outcome().is_success()),
+        "{reports:?}"
+    );
+    let fenced = LockOptions::new().fencing(true);
+    let next = redlock
+        .lock_with(&resource, MAX_TTL, &fenced)
+        .await
+        .expect("fenced lock");
+    assert_eq!(next.fencing_token(), Some(2));
+    next.release().await.expect("release");
+    // Another resource's counters were not vouched for.
+    let other = common::unique("guard-fence-other");
+    assert!(matches!(
+        redlock.lock_with(&other, MAX_TTL, &fenced).await,
+        Err(Error::NotAcquired(why)) if why.is_misconfigured()
+    ));
+
+    let off = common::redlock(&_cluster.urls(), common::fast_config());
+    assert!(matches!(
+        off.vouch_fence_counters(&[&resource]).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        redlock.vouch_fence_counters(&[]).await,
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vouching_for_all_counters_covers_resources_never_fenced() {
+    let resource = common::unique("guard-fence-all");
+    let (_cluster, redlock) = fenced_then_two_clean_restarts(&resource).await;
+    let reports = redlock.vouch_all_fence_counters().await.expect("guard on");
+    assert!(
+        reports.iter().all(|r| r.outcome().is_success()),
+        "{reports:?}"
+    );
+    let fenced = LockOptions::new().fencing(true);
+    let next = redlock
+        .lock_with(&resource, MAX_TTL, &fenced)
+        .await
+        .expect("fenced lock");
+    assert_eq!(next.fencing_token(), Some(2));
+    next.release().await.expect("release");
+    let new = common::unique("guard-fence-new");
+    let first = redlock
+        .lock_with(&new, MAX_TTL, &fenced)
+        .await
+        .expect("a resource never fenced");
+    assert_eq!(first.fencing_token(), Some(1));
+    first.release().await.expect("release");
+}

@@ -44,7 +44,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
     );
     assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
     use crate::node::guard::*;
-    let guarded: [&Lua; 8] = [
+    let guarded: [&Lua; 9] = [
         &GUARDED_ACQUIRE_ALL,
         &GUARDED_FENCE_WRITE_BACK,
         &GUARDED_EXTEND,
@@ -53,6 +53,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
         &MARK_TRUSTED,
         &SPREAD,
         &SET_QUARANTINE,
+        &VOUCH_COUNTERS,
     ];
     assert_documented(&["core", "restart-guard"], &guarded);
     assert_documented(&["core", "restart-guard"], &[&GUARDED_FENCED_ACQUIRE]);

@@ -14,7 +14,6 @@ use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };
 use super::{NodeError, NodeResult};
-use crate::failure::{FailureKind, NodeFailure};
 use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
@@ -166,18 +165,12 @@ impl Request {
 /// The counters of a fenced acquisition, when the node vouches for them.
 ///
 /// With the restart guard on, a node whose counters are not known intact
-/// (it has restarted or lost data since they were last written back) is no
-/// vote in the fenced read: its answer is an error (its lock keys are set
-/// all the same, and get the write-back).
+/// (its trust period began after they were last written back) is no vote
+/// in the fenced read: its answer is [`NodeError::CountersUnknown`] (its
+/// lock keys are set all the same, and get the write-back).
 pub(crate) fn counters_known(counters: Option<Vec<String>>) -> NodeResult<Option<Vec<String>>> {
     if counters.iter().flatten().any(|c| c.starts_with('?')) {
-        return Err(NodeError::Failed(NodeFailure::new(
-            FailureKind::Other,
-            "fence counters not known intact: this node restarted or lost data since they \
-             were last written back, so it is no vote in the fenced read (the write-back \
-             of this or a later token makes them count again)"
-                .to_owned(),
-        )));
+        return Err(NodeError::CountersUnknown);
     }
     Ok(counters)
 }

@@ -11,7 +11,8 @@
 //! | `run_id` | the `run_id` (`INFO server`) of the process that began the trust period |
 //! | `since` | when it began, node `TIME` in ms; `0`: trusted at once (`init_nodes`) |
 //! | `q` | the quarantine, in ms, the node keeps: that of the client that began the trust period |
-//! | `{prefix}fence:{resource}` | `since` of the trust period in which that counter was last written back |
+//! | `{prefix}fence:{resource}` | `since` of the trust period in which that counter was last written back (or vouched for) |
+//! | `counters` | `since` of the trust period in which every counter was vouched for |
 //!
 //! The quarantine is a deployment constant: every client of the nodes must
 //! announce the same one. A vote script passes the guard only when the
@@ -166,6 +167,20 @@ impl Node {
             &[&guard.quarantine_ms],
             Grant::NotNil,
         );
+        let _: i64 = self.send_bounded(&request).await?;
+        Ok(())
+    }
+
+    /// Vouches for the fence counters at `counters` (their keys; none:
+    /// every counter) on this node, in its current trust period.
+    pub(crate) async fn vouch_counters(
+        &self,
+        guard: &Guard,
+        counters: &[String],
+    ) -> NodeResult<()> {
+        let keys = std::iter::once(&guard.key).chain(counters);
+        let args = [guard.quarantine_ms.as_str()];
+        let request = Request::script_parts(&VOUCH_COUNTERS, keys, &args, Grant::NotNil);
         let _: i64 = self.send_bounded(&request).await?;
         Ok(())
     }

@@ -41,6 +41,9 @@ pub(crate) enum NodeError {
         /// The quarantine this client announces.
         ours: Duration,
     },
+    /// With the restart guard on, the node's fence counters are not known
+    /// intact: it is no vote in the fenced read.
+    CountersUnknown,
 }
 
 impl NodeError {
@@ -54,6 +57,7 @@ impl NodeError {
                 kept: *kept,
                 ours: *ours,
             },
+            NodeError::CountersUnknown => NodeOutcome::CountersUnknown,
         }
     }
 

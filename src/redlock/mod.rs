@@ -5,6 +5,7 @@ mod jobs;
 mod locking;
 mod quarantine;
 mod trust;
+mod vouch;
 
 use std::sync::Arc;
 

@@ -96,6 +96,11 @@ pub enum Command {
     /// only when no lock longer than MAX_TTL can be live.
     #[command(after_help = help::SET_QUARANTINE)]
     SetQuarantine(SetQuarantineArgs),
+    /// Vouch that the nodes' fence counters of a resource survived their
+    /// restarts, so that fenced locks of it issue tokens again (with
+    /// --restart-guard); touches nothing else.
+    #[command(after_help = help::VOUCH_COUNTERS)]
+    VouchCounters(VouchCountersArgs),
 }
 
 /// How long `--wait` lets `run` wait for the lock.
@@ -202,6 +207,23 @@ pub struct SetQuarantineArgs {
     /// still be held.
     #[arg(long)]
     pub no_longer_lock_is_live: bool,
+}
+
+/// Options of `vouch-counters`.
+#[derive(Debug, Args)]
+pub struct VouchCountersArgs {
+    /// A resource whose counters to vouch for (repeat for several).
+    #[arg(long, value_name = "NAME", required_unless_present = "all_resources")]
+    pub resource: Vec<String>,
+
+    /// Vouch for the counters of every resource, those never fenced too.
+    #[arg(long, conflicts_with = "resource")]
+    pub all_resources: bool,
+
+    /// Confirm that the nodes' counters survived: appendfsync always, no
+    /// FLUSHALL, no eviction, no failover to a lagging replica.
+    #[arg(long)]
+    pub counters_are_intact: bool,
 }
 
 /// Options of `status`.

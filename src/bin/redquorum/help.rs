@@ -143,6 +143,34 @@ Exit codes:
   64  bad usage: --restart-guard or --no-longer-lock-is-live missing
       (EX_USAGE)";
 
+/// After `vouch-counters --help`.
+pub const VOUCH_COUNTERS: &str = "\
+With the restart guard and fencing, a node counts in the fenced read only
+if the resource's counter was written back to it since its last restart
+(or init). When more nodes than a quorum can spare restarted since the
+resource's last fenced lock, even cleanly with AOF, no token can be issued:
+run fails with 78 and names this command. If the counters survived
+(appendonly yes, appendfsync always, no FLUSHALL, no eviction, no failover
+to a lagging replica), vouch-counters records them as known intact on every
+node; nothing else changes (no quarantine ends sooner). A node that lost a
+counter and is vouched for can let a token go backwards.
+
+--all-resources vouches for every counter of the nodes, including those of
+resources never fenced (a restart may have lost those too, so they do not
+count either until vouched for or written back).
+
+Example:
+  redquorum --restart-guard 60s vouch-counters --resource ledger --counters-are-intact
+
+Exit codes:
+  0   every node vouched for
+  80  some nodes not vouched for (listed)
+  69  no node vouched for (EX_UNAVAILABLE)
+  78  a node refused (an ACL without +info, say), or bad configuration
+      or nodes file (EX_CONFIG)
+  64  bad usage: --restart-guard or --counters-are-intact missing
+      (EX_USAGE)";
+
 pub const STATUS: &str = "\
 The holder is shown by its label (run --label; host:pid and the command by
 default) and the first 8 characters of its lock value, never the value; a

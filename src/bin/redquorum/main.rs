@@ -96,6 +96,7 @@ async fn dispatch(cli: Cli) -> Exit {
         Command::SetQuarantine(args) => {
             quarantine::set(&redlock, args.no_longer_lock_is_live).await
         }
+        Command::VouchCounters(args) => quarantine::vouch(&redlock, args).await,
     }
 }
 

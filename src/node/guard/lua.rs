@@ -93,7 +93,8 @@ pub(crate) static GUARDED_REENTRANT_ACQUIRE: LazyLock<Lua> =
 
 /// [`FENCED_ACQUIRE`](crate::node::scripts::FENCED_ACQUIRE) behind the
 /// guard. A counter not known intact (not written back in this trust
-/// period, and the node not trusted at once) comes back prefixed with `?`.
+/// period, not vouched for, and the node not trusted at once) comes back
+/// prefixed with `?`.
 pub(crate) static GUARDED_FENCED_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
     lua(&format!(
         r"{}
@@ -102,13 +103,14 @@ for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then return false end
 end
 local counters = {{}}
+local known = guard_since == '0' or redis.call('hget', guard_key, 'counters') == guard_since
 for i = 1, n do
   local c = redis.call('get', KEYS[n + i])
   if c and not string.match(c, '^%d+$') then
     return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
   end
   c = c or '0'
-  if guard_since ~= '0' and redis.call('hget', guard_key, KEYS[n + i]) ~= guard_since then
+  if not known and redis.call('hget', guard_key, KEYS[n + i]) ~= guard_since then
     c = '?' .. c
   end
   counters[i] = c
@@ -229,6 +231,32 @@ if fresh then
   redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at), 'q', ARGV[1])
 else
   redis.call('hset', guard_key, 'q', ARGV[1])
+end
+return 1
+"
+    ))
+});
+
+/// Vouches for fence counters: records them as known intact in the
+/// node's current trust period (what a token's write-back records), and
+/// touches nothing else. KEYS[1]: the record, then the counter keys (none:
+/// every counter of the node, field `counters`); ARGV[1]: this client's
+/// quarantine in ms. A node with no record for its process begins a trust
+/// period first, as a vote would (quarantine included). Returns 1.
+pub(crate) static VOUCH_COUNTERS: LazyLock<Lua> = LazyLock::new(|| {
+    lua(&format!(
+        r"
+local guard_key = KEYS[1]
+{READ}
+local since = rec[2]
+if fresh then
+  since = string.format('%d', at)
+  redis.call('hset', guard_key, 'run_id', run, 'since', since, 'q', ARGV[1])
+end
+if since ~= '0' and #KEYS == 1 then
+  redis.call('hset', guard_key, 'counters', since)
+elseif since ~= '0' then
+  for i = 2, #KEYS do redis.call('hset', guard_key, KEYS[i], since) end
 end
 return 1
 "
