@@ -84,3 +84,44 @@ async fn a_waiter_never_marks_another_softwares_value_whatever_its_first_letter(
         }
     }
 }
+
+/// Our own values, with a holder label or without, are still marked, and
+/// the marked lock still extends and releases (announcing itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_still_marks_our_own_values_labelled_or_not() {
+    let nodes = common::nodes();
+    let urls = nodes.urls();
+    for label in [None, Some("web-3:4242 nightly.export")] {
+        let mut config = common::fast_config();
+        if let Some(label) = label {
+            config = config.with_holder_label(label);
+        }
+        let redlock = common::redlock(&urls, config);
+        common::warm_up(&redlock).await;
+        let resource = unique("ours");
+        let mut held = redlock
+            .try_lock(&resource, Duration::from_secs(10))
+            .await
+            .expect("lock");
+        let wait = LockOptions::new().wait(Duration::from_millis(300));
+        assert!(
+            redlock
+                .lock_with(&resource, Duration::from_secs(5), &wait)
+                .await
+                .is_err()
+        );
+        redlock.shutdown().await;
+        let marked = format!("{}+", held.value());
+        for url in &urls {
+            assert_eq!(
+                get(url, &key(&resource)).as_deref(),
+                Some(marked.as_str()),
+                "{label:?}: not marked on {url}"
+            );
+        }
+        held.extend(Duration::from_secs(10))
+            .await
+            .expect("a marked lock extends");
+        held.release().await.expect("a marked lock releases");
+    }
+}

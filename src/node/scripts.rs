@@ -11,6 +11,7 @@
 use std::sync::LazyLock;
 
 use super::acl::{Lua, lua};
+use crate::value::MARKABLE_LUA;
 
 /// Takes every key of a multi-resource lock at once, or none.
 ///
@@ -57,16 +58,17 @@ pub(crate) fn with_ours(body: &str) -> Lua {
 /// A release nobody waits for costs no `PUBLISH` and no extra call.
 ///
 /// A clean-up that marks appends `+` to each other lock value of this
-/// version (its first digit an uppercase letter: see
-/// `value::fresh_labelled`) not yet marked: the attempt's `lock()` waits,
-/// so that holder's release will announce itself. Values of earlier
-/// versions, or of other software, are left as they are.
+/// version by its whole grammar (`value::MARKABLE_LUA`: an uppercase
+/// letter, 39 lowercase hex digits, an optional label) not yet marked: the
+/// attempt's `lock()` waits, so that holder's release will announce
+/// itself. Values of earlier versions, or of other software sharing the
+/// prefix (whatever their first letter), are left as they are.
 ///
 /// `PUBLISH` and `APPEND` run under `pcall`: a node whose ACL forbids them
 /// still releases (and announces nothing).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+    with_ours(&format!(
+        r"{MARKABLE_LUA}
 local deleted_keys = 0
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
@@ -77,14 +79,13 @@ for i = 1, #KEYS do
       local channel = string.sub(KEYS[i], 1, s - 1) .. 'released:' .. string.sub(KEYS[i], e + 1)
       redis.pcall('publish', channel, ARGV[1])
     end
-  elseif ARGV[2] == '1' and type(v) == 'string' and string.find(v, '^[A-F]')
-    and string.sub(v, -1) ~= '+' then
+  elseif ARGV[2] == '1' and markable(v) then
     redis.pcall('append', KEYS[i], '+')
   end
 end
 return deleted_keys
-",
-    )
+"
+    ))
 });
 
 /// Compare-and-pexpire. Never creates a key.
