@@ -341,3 +341,68 @@ async fn with_the_guard_on_every_kind_of_lock_extends() {
     hold.extend(ttl).await.expect("reentrant extend");
     hold.release().await.expect("reentrant release");
 }
+
+/// `INFO replication` of the node at `url`.
+fn replication(url: &str) -> String {
+    common::query::<String>(url, redis::cmd("INFO").arg("replication")).expect("INFO replication")
+}
+
+/// Makes the node at `url` a replica of the one at `master` and waits (up
+/// to 20 s) until it has synced.
+async fn replicate(url: &str, master: &str) {
+    let no_delay = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync-delay")
+        .arg("0")
+        .clone();
+    common::query::<()>(master, &no_delay).expect("CONFIG SET");
+    let port = common::port_of(master);
+    let replicaof = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port).clone();
+    common::query::<()>(url, &replicaof).expect("REPLICAOF");
+    assert!(
+        common::eventually(Duration::from_secs(20), || {
+            replication(url).contains("master_link_status:up")
+        })
+        .await,
+        "{url} never synced from {master}"
+    );
+}
+
+fn promote(url: &str) {
+    let promote = redis::cmd("REPLICAOF").arg("NO").arg("ONE").clone();
+    common::query::<()>(url, &promote).expect("REPLICAOF NO ONE");
+}
+
+fn run_id(url: &str) -> String {
+    let info = common::query::<String>(url, redis::cmd("INFO").arg("server")).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// A failover to a replica and a failback to the old master with no vote
+/// in between: the old master's process (its `run_id`) never changed, but
+/// its data is now what the replica had, so it may have forgotten locks.
+/// Its replication id changed: it starts a quarantine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_and_failback_with_no_vote_in_between_starts_a_quarantine() {
+    let cluster = common::cluster(3);
+    let spare = common::cluster(1);
+    let config = all_of_three(Duration::from_secs(600));
+    let redlock = common::guarded(&cluster, config.clone()).await;
+    let resource = common::unique("guard-failback");
+    assert_eq!(node_0(&redlock, &resource).await, None, "trusted at once");
+    let (primary, replica) = (cluster.direct_url(0), spare.direct_url(0));
+    let before = run_id(&primary);
+    replicate(&replica, &primary).await;
+    // Failover: the replica is promoted, the old master follows it...
+    promote(&replica);
+    replicate(&primary, &replica).await;
+    // ...and failback, with no vote in between.
+    promote(&primary);
+    assert_eq!(run_id(&primary), before, "the same process");
+    let redlock = fresh(&cluster, config);
+    left_of(node_0(&redlock, &resource).await);
+}
