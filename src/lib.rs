@@ -92,8 +92,11 @@
 //! persistence mode), failed over, was flushed or is new refuses to vote,
 //! with [`NodeOutcome::Quarantined`], until every lock it may have
 //! forgotten has expired: each vote script first compares the node's live
-//! `run_id` (`INFO server`) with a record the node keeps without TTL,
-//! `{prefix}restart-guard:node`. No extra round trip, no write per
+//! `run_id` (`INFO server`) and `master_replid` (`INFO replication`: a
+//! failover and failback keep the first, not the second) with a record the
+//! node keeps without TTL, `{prefix}restart-guard:node`. The quarantine is
+//! timed on the node's wall clock: a clock stepped forward after a reboot
+//! shortens it, so start Redis after time sync. No extra round trip, no write per
 //! acquisition. A TTL above `max_ttl` is then an [`Error::InvalidArgument`].
 //! The quarantine is a deployment constant: a node that keeps another one
 //! than a client announces refuses it ([`NodeOutcome::QuarantineMismatch`],

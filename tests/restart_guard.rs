@@ -406,3 +406,23 @@ async fn a_failover_and_failback_with_no_vote_in_between_starts_a_quarantine() {
     let redlock = fresh(&cluster, config);
     left_of(node_0(&redlock, &resource).await);
 }
+
+/// A record of an earlier version has no replication id: it is adopted,
+/// and the node keeps voting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_replication_id_is_adopted_without_a_quarantine() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(MAX_TTL);
+    drop(common::guarded(&cluster, config.clone()).await);
+    let record = "redquorum:restart-guard:node";
+    let url = cluster.direct_url(0);
+    let hdel = redis::cmd("HDEL").arg(record).arg("replid").clone();
+    let removed: i64 = common::query(&url, &hdel).expect("HDEL");
+    assert_eq!(removed, 1, "the record keeps the replication id");
+    let redlock = fresh(&cluster, config);
+    let resource = common::unique("guard-replid");
+    assert_eq!(node_0(&redlock, &resource).await, None, "still trusted");
+    let hget = redis::cmd("HGET").arg(record).arg("replid").clone();
+    let replid: Option<String> = common::query(&url, &hget).expect("HGET");
+    assert!(replid.is_some_and(|r| replication(&url).contains(&r)));
+}

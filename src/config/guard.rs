@@ -14,12 +14,25 @@ impl Config {
     /// so with [`NodeOutcome::Quarantined`](crate::NodeOutcome::Quarantined).
     ///
     /// Each node keeps a record without TTL, `{prefix}restart-guard:node`,
-    /// with the identity (`run_id`) of the process that began its trust
-    /// period and when that began (the node's clock). Every script that can
-    /// grant a vote first reads the live `run_id` (`INFO server`); when it
-    /// differs from the record, or there is no record, the node starts a
-    /// new trust period and refuses to vote for the quarantine,
+    /// with the identity (`run_id`) and replication id (`master_replid`) of
+    /// the process that began its trust period and when that began (the
+    /// node's clock). Every script that can grant a vote first reads the
+    /// live `run_id` (`INFO server`) and `master_replid` (`INFO
+    /// replication`); when either differs from the record (a restart, a
+    /// failover to another process, or a failover and failback to the same
+    /// one, which was a replica meanwhile), or there is no record, the node
+    /// starts a new trust period and refuses to vote for the quarantine,
     /// `max_ttl * (1 + drift_factor) + drift_padding`.
+    ///
+    /// **What the quarantine rests on.** It is timed on the node's wall
+    /// clock (`TIME`), from when the trust period began: a clock stepped
+    /// forward meanwhile (an NTP step just after a reboot, say) shortens it
+    /// by the step. Start Redis only once the host's time is synchronised
+    /// (with systemd, order it after `time-sync.target` with a wait-sync
+    /// service enabled), and keep time sync slewing, not stepping. Where
+    /// `INFO replication` shows no `master_replid` (some managed services),
+    /// the record is compared by `run_id` alone, and a failover and
+    /// failback that keeps the `run_id` goes unseen.
     ///
     /// **The quarantine is a deployment constant**: give every client of
     /// the nodes the same `max_ttl` and drift settings. The record keeps

@@ -9,6 +9,7 @@
 //! | field | value |
 //! |---|---|
 //! | `run_id` | the `run_id` (`INFO server`) of the process that began the trust period |
+//! | `replid` | its `master_replid` (`INFO replication`) then: a failover and failback change it, not the `run_id` |
 //! | `since` | when it began, node `TIME` in ms; `0`: trusted at once (`init_nodes`) |
 //! | `q` | the quarantine, in ms, the node keeps: that of the client that began the trust period |
 //! | `{prefix}fence:{resource}` | `since` of the trust period in which that counter was last written back (or vouched for) |
@@ -16,11 +17,13 @@
 //!
 //! The quarantine is a deployment constant: every client of the nodes must
 //! announce the same one. A vote script passes the guard only when the
-//! live `run_id` is the record's, the announced quarantine is the one the
-//! record keeps, and `since + q` has passed (or `since` is 0). A missing
-//! record (or one without a readable `since`) or another `run_id` (a
-//! restart under any persistence mode, a failover, `FLUSHALL`, a lost
-//! record) starts a new trust period with the announced quarantine and
+//! live `run_id` and `master_replid` are the record's, the announced
+//! quarantine is the one the record keeps, and `since + q` has passed (or
+//! `since` is 0). A missing record (or one without a readable `since`),
+//! another `run_id` (a restart under any persistence mode, a failover to
+//! another process, `FLUSHALL`, a lost record) or another `master_replid`
+//! (the process was a replica meanwhile: a failover and failback) starts a
+//! new trust period with the announced quarantine and
 //! refuses (`QUARANTINED <ms left> ...`, [`NodeError::Quarantined`]). A
 //! record that keeps another quarantine refuses every vote and extension
 //! of this client (`QUARANTINE_MISMATCH <kept> <ours> ...`,

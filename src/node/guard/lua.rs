@@ -3,8 +3,10 @@
 //! node trusted, set its quarantine or spread a longer one.
 //!
 //! Every one of them reads the record the same way ([`READ`]) and treats a
-//! record of another process (or without a readable `since`) as no record:
-//! a new trust period begins with the quarantine of whoever meets it first.
+//! record of another process, of another replication history (a failover
+//! and failback keep the `run_id` but not the `master_replid`), or without
+//! a readable `since`, as no record: a new trust period begins with the
+//! quarantine of whoever meets it first.
 
 use std::sync::LazyLock;
 
@@ -14,18 +16,30 @@ use crate::node::scripts::{
     ACQUIRE_ALL_LUA, EXTEND_LUA, EXTEND_OR_MISSING_LUA, FENCE_WRITE_BACK_LUA, OURS, with_ours,
 };
 
-/// Lua that reads the live `run_id` and the node's clock (ms) into `run`
-/// and `at`, the record (`run_id`, `since`, `q`) into `rec`, and the
-/// quarantine it keeps into `kept` (nil when it keeps none). Expects
-/// `guard_key`.
+/// Lua that reads the live `run_id`, `master_replid` (nil where `INFO
+/// replication` does not show it) and the node's clock (ms) into `run`,
+/// `repl` and `at`, the record (`run_id`, `since`, `q`, `replid`) into
+/// `rec`, and the quarantine it keeps into `kept` (nil when it keeps
+/// none); `fresh` when the record is not this process's in this
+/// replication history. `begin(since, q)` starts a trust period;
+/// `adopt()` gives a record of an earlier version, which has no
+/// `replid`, the live one. Expects `guard_key`.
 const READ: &str = r"
 local run = string.match(redis.call('info', 'server'), 'run_id:(%x+)')
 if not run then return redis.error_reply('ERR restart guard: no run_id in INFO server') end
+local repl = string.match(redis.call('info', 'replication'), 'master_replid:(%x+)')
 local t = redis.call('time')
 local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local rec = redis.call('hmget', guard_key, 'run_id', 'since', 'q')
+local rec = redis.call('hmget', guard_key, 'run_id', 'since', 'q', 'replid')
 local kept = tonumber(rec[3])
-local fresh = rec[1] ~= run or not tonumber(rec[2])
+local fresh = rec[1] ~= run or not tonumber(rec[2]) or (repl and rec[4] and rec[4] ~= repl)
+local function begin(since, q)
+  redis.call('hset', guard_key, 'run_id', run, 'since', since, 'q', q)
+  if repl then redis.call('hset', guard_key, 'replid', repl) end
+end
+local function adopt()
+  if repl and not rec[4] then redis.call('hset', guard_key, 'replid', repl) end
+end
 ";
 
 /// Lua: takes the record's key and the announced quarantine (ms) off the
@@ -44,16 +58,18 @@ local guard_q = table.remove(ARGV)
 local q = tonumber(guard_q)
 local began = false
 if fresh then
-  redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at),
-    'q', string.format('%d', q))
+  begin(string.format('%d', at), string.format('%d', q))
   began = true
-elseif not kept then
-  redis.call('hset', guard_key, 'q', string.format('%d', q))
-elseif kept ~= q then
-  return redis.error_reply('QUARANTINE_MISMATCH ' .. string.format('%d', kept) .. ' ' ..
-    string.format('%d', q) .. ' ms: this node keeps a restart-guard quarantine of ' ..
-    string.format('%d', kept) .. ' ms, this client announces ' .. string.format('%d', q) ..
-    ' ms; max_ttl and the drift settings must be the same on every client of the nodes')
+else
+  adopt()
+  if not kept then
+    redis.call('hset', guard_key, 'q', string.format('%d', q))
+  elseif kept ~= q then
+    return redis.error_reply('QUARANTINE_MISMATCH ' .. string.format('%d', kept) .. ' ' ..
+      string.format('%d', q) .. ' ms: this node keeps a restart-guard quarantine of ' ..
+      string.format('%d', kept) .. ' ms, this client announces ' .. string.format('%d', q) ..
+      ' ms; max_ttl and the drift settings must be the same on every client of the nodes')
+  end
 end
 "
     )
@@ -184,8 +200,7 @@ pub(crate) static MARK_TRUSTED: LazyLock<Lua> = LazyLock::new(|| {
         r"
 local guard_key = KEYS[1]
 {READ}
-redis.call('hset', guard_key, 'run_id', run, 'since', '0')
-if ARGV[1] ~= '' then redis.call('hset', guard_key, 'q', ARGV[1]) end
+begin('0', ARGV[1] ~= '' and ARGV[1] or rec[3] or '')
 return 1
 "
     ))
@@ -205,9 +220,10 @@ local guard_key = KEYS[1]
 {READ}
 local big = tonumber(ARGV[1])
 if fresh then
-  redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at), 'q', ARGV[1])
+  begin(string.format('%d', at), ARGV[1])
   return 1
 end
+adopt()
 local since = tonumber(rec[2])
 if since ~= 0 and since + big > at and (not kept or kept < big) then
   redis.call('hset', guard_key, 'q', ARGV[1])
@@ -228,8 +244,9 @@ pub(crate) static SET_QUARANTINE: LazyLock<Lua> = LazyLock::new(|| {
 local guard_key = KEYS[1]
 {READ}
 if fresh then
-  redis.call('hset', guard_key, 'run_id', run, 'since', string.format('%d', at), 'q', ARGV[1])
+  begin(string.format('%d', at), ARGV[1])
 else
+  adopt()
   redis.call('hset', guard_key, 'q', ARGV[1])
 end
 return 1
@@ -251,7 +268,9 @@ local guard_key = KEYS[1]
 local since = rec[2]
 if fresh then
   since = string.format('%d', at)
-  redis.call('hset', guard_key, 'run_id', run, 'since', since, 'q', ARGV[1])
+  begin(since, ARGV[1])
+else
+  adopt()
 end
 if since ~= '0' and #KEYS == 1 then
   redis.call('hset', guard_key, 'counters', since)
