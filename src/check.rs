@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::failure::FailureKind;
-use crate::node::guard::Trust;
+use crate::node::guard::{Trust, TrustStatus};
 use crate::node::{Node, NodeError};
 use crate::node_check::NodeCheck;
 use crate::problem::NodeProblem;
@@ -107,6 +107,22 @@ fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProb
                 node,
                 left,
                 started: true,
+            };
+        }
+        NodeError::QuarantineMismatch { kept, ours } => {
+            return NodeProblem::QuarantineMismatch {
+                index,
+                node,
+                kept,
+                ours,
+            };
+        }
+        // Only a fenced acquisition meets it, never a check.
+        e @ NodeError::CountersUnknown => {
+            return NodeProblem::Unreachable {
+                index,
+                node,
+                reason: e.outcome().to_string(),
             };
         }
     };
@@ -241,10 +257,24 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
     check
 }
 
-/// The restart guard's state on the node (when it is on), as a warning.
+/// The restart guard's state on the node (when it is on): a quarantine
+/// as a warning, another quarantine kept than ours as a problem.
 async fn read_trust(check: &mut NodeCheck, node: &Node) {
     let Some(guard) = &node.guard else { return };
-    let (left, started) = match node.trust_status(guard).await {
+    let status = node.trust_status(guard).await;
+    if let Ok(TrustStatus {
+        kept: Some(kept), ..
+    }) = status
+        && kept != guard.quarantine()
+    {
+        check.problems.push(NodeProblem::QuarantineMismatch {
+            index: check.index,
+            node: check.node.clone(),
+            kept,
+            ours: guard.quarantine(),
+        });
+    }
+    let (left, started) = match status.map(|s| s.trust) {
         Ok(Trust::Trusted) => return,
         Ok(Trust::Quarantined(left)) => (left, true),
         Ok(Trust::Untrusted(left)) => (left, false),

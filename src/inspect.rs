@@ -178,7 +178,7 @@ pub(crate) async fn inspect(
             let read = node.send_bounded::<Reply>(request).await;
             let mut view = view(node.name(), read.map_err(|e| e.outcome()));
             if let Some(guard) = &node.guard {
-                view.quarantine = match node.trust_status(guard).await {
+                view.quarantine = match node.trust_status(guard).await.map(|s| s.trust) {
                     Ok(Trust::Quarantined(left) | Trust::Untrusted(left)) => Some(left),
                     _ => None,
                 };

@@ -93,13 +93,24 @@
 //! persistence mode), failed over, was flushed or is new refuses to vote,
 //! with [`NodeOutcome::Quarantined`], until every lock it may have
 //! forgotten has expired: each vote script first compares the node's live
-//! `run_id` (`INFO server`) with a record the node keeps without TTL,
-//! `{prefix}restart-guard:node`. No extra round trip, no write per
+//! `run_id` (`INFO server`) and `master_replid` (`INFO replication`: a
+//! failover and failback keep the first, not the second) with a record the
+//! node keeps without TTL, `{prefix}restart-guard:node`. The quarantine is
+//! timed on the node's wall clock: a clock stepped forward after a reboot
+//! shortens it, so start Redis after time sync. No extra round trip, no write per
 //! acquisition. A TTL above `max_ttl` is then an [`Error::InvalidArgument`].
+//! The quarantine is a deployment constant: a node that keeps another one
+//! than a client announces refuses it ([`NodeOutcome::QuarantineMismatch`],
+//! not retried, and [`Redlock::check`] fails on it), since a restarted node
+//! learns its quarantine from its first voter.
 //! [`Redlock::init_nodes`] lets a new cluster vote at once; it must never
 //! be inferred from finding no lock key. With fencing, a node counts in the
 //! fenced read only once its counters are known intact (written back in
-//! its current trust period, or marked by `init_nodes`).
+//! its current trust period, vouched for, or marked by `init_nodes`): after
+//! restarts of more than N − quorum nodes, clean ones included, a resource's
+//! fenced acquisitions fail with [`NodeOutcome::CountersUnknown`] (not
+//! retried) until [`Redlock::vouch_fence_counters`] vouches for counters
+//! that survived.
 //!
 //! ```no_run
 //! use std::time::Duration;

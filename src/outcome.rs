@@ -40,6 +40,32 @@ pub enum NodeOutcome {
         /// How much longer the node refuses to vote.
         left: std::time::Duration,
     },
+    /// The restart guard refused: the node keeps another quarantine than
+    /// this client announces (`max_ttl` or the drift settings differ
+    /// between clients of the nodes). They must be the same on every
+    /// client: a [misconfiguration](NodeOutcome::is_misconfigured), which
+    /// [`Redlock::lock`](crate::Redlock::lock) does not wait out. Until it
+    /// is fixed, the longer of the two is given to every node still in
+    /// quarantine. See
+    /// [`Config::with_restart_guard`](crate::Config::with_restart_guard).
+    QuarantineMismatch {
+        /// The quarantine the node keeps.
+        kept: std::time::Duration,
+        /// The quarantine this client announces
+        /// ([`Config::quarantine`](crate::Config::quarantine)).
+        ours: std::time::Duration,
+    },
+    /// With the restart guard and fencing on: the node's fence counters of
+    /// the resource are not known intact (its trust period began after they
+    /// were last written back: it restarted, under any persistence mode, or
+    /// lost data), so it is no vote in the fenced read. Its lock keys were
+    /// set all the same, and a token written back makes them count again.
+    /// When more nodes than a quorum can spare answer this, no token can be
+    /// issued until someone vouches for the counters
+    /// ([`Redlock::vouch_fence_counters`](crate::Redlock::vouch_fence_counters)):
+    /// a [misconfiguration](NodeOutcome::is_misconfigured), which
+    /// [`Redlock::lock`](crate::Redlock::lock) does not wait out.
+    CountersUnknown,
 }
 
 impl NodeOutcome {
@@ -72,13 +98,29 @@ impl NodeOutcome {
     /// True when the node failed for a reason waiting does not cure: our
     /// credentials refused, the ACL forbids a command, the node is a
     /// read-only replica, TLS settings do not match
-    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)).
+    /// ([`FailureKind::is_misconfiguration`](crate::FailureKind::is_misconfiguration)),
+    /// the node keeps another restart-guard quarantine than this client
+    /// ([`NodeOutcome::QuarantineMismatch`]), its fence counters are not
+    /// known intact ([`NodeOutcome::CountersUnknown`]: only an operator's
+    /// word, or a token written back, mends them).
     ///
     /// ```
-    /// assert!(!redquorum::NodeOutcome::TimedOut.is_misconfigured());
+    /// use std::time::Duration;
+    /// use redquorum::NodeOutcome;
+    ///
+    /// assert!(!NodeOutcome::TimedOut.is_misconfigured());
+    /// let mismatch = NodeOutcome::QuarantineMismatch {
+    ///     kept: Duration::from_millis(20_202),
+    ///     ours: Duration::from_millis(303),
+    /// };
+    /// assert!(mismatch.is_misconfigured() && !mismatch.is_unavailable());
     /// ```
     pub fn is_misconfigured(&self) -> bool {
-        matches!(self, NodeOutcome::Failed(failure) if failure.is_misconfiguration())
+        match self {
+            NodeOutcome::Failed(failure) => failure.is_misconfiguration(),
+            NodeOutcome::QuarantineMismatch { .. } | NodeOutcome::CountersUnknown => true,
+            _ => false,
+        }
     }
 }
 
@@ -94,6 +136,19 @@ impl fmt::Display for NodeOutcome {
                 f,
                 "quarantined for {left:?} (restarted or lost its data; votes once every lock \
                  it may have granted has expired)"
+            ),
+            NodeOutcome::QuarantineMismatch { kept, ours } => write!(
+                f,
+                "restart-guard quarantine mismatch: the node keeps {kept:?}, this client \
+                 announces {ours:?}; give every client of the nodes the same max_ttl and \
+                 drift settings"
+            ),
+            NodeOutcome::CountersUnknown => f.write_str(
+                "fence counters not known intact: this node restarted or lost data since they \
+                 were last written back, so it is no vote in the fenced read; if its counters \
+                 survived (appendfsync always, no flush, no eviction), vouch for them: \
+                 `redquorum --restart-guard MAX_TTL vouch-counters --resource NAME \
+                 --counters-are-intact` (Redlock::vouch_fence_counters)",
             ),
         }
     }

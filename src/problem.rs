@@ -143,6 +143,21 @@ pub enum NodeProblem {
         /// Whether the quarantine is under way.
         started: bool,
     },
+    /// The node keeps another restart-guard quarantine than this client
+    /// announces, so it refuses this client's votes and extensions: the
+    /// clients of the nodes disagree on `max_ttl` or the drift settings,
+    /// which must be the same on every client (see
+    /// [`Config::with_restart_guard`](crate::Config::with_restart_guard)).
+    QuarantineMismatch {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The quarantine the node keeps.
+        kept: std::time::Duration,
+        /// The quarantine this client announces.
+        ours: std::time::Duration,
+    },
 }
 
 impl NodeProblem {
@@ -164,7 +179,8 @@ impl NodeProblem {
             | NodeProblem::Tls { index, .. }
             | NodeProblem::Replicas { index, .. }
             | NodeProblem::Persistence { index, .. }
-            | NodeProblem::Quarantined { index, .. } => *index,
+            | NodeProblem::Quarantined { index, .. }
+            | NodeProblem::QuarantineMismatch { index, .. } => *index,
         }
     }
 
@@ -315,6 +331,20 @@ impl fmt::Display for NodeProblem {
                 "node {index} ({node}) has no restart-guard record for its process: its next \
                  vote starts a quarantine of {left:?} (new node, restart or flush; \
                  redquorum init skips the wait only when no lock can be live)"
+            ),
+            NodeProblem::QuarantineMismatch {
+                index,
+                node,
+                kept,
+                ours,
+            } => write!(
+                f,
+                "node {index} ({node}) keeps a restart-guard quarantine of {kept:?}, this client \
+                 announces {ours:?}: it refuses this client's votes; the quarantine is a \
+                 deployment constant, give every client of the nodes the same max_ttl and \
+                 drift settings, then, once no lock longer than that can be live, `redquorum \
+                 --restart-guard MAX_TTL set-quarantine --no-longer-lock-is-live` \
+                 (Redlock::set_node_quarantine) makes every node keep it"
             ),
         }
     }

@@ -46,10 +46,9 @@ pub(crate) const LABEL_MARK: char = '.';
 pub(crate) const MAX_LABEL: usize = 200;
 
 /// The first digit of a plain lock value: an uppercase hex letter, which
-/// no value of an earlier version starts with (theirs are lowercase). It
-/// tells a waiter that the holder reads the [`AWAITED`] mark: only such
-/// values are marked, so that holders of an earlier version (or of other
-/// software sharing the prefix) never find their value changed.
+/// no value of an earlier version starts with (theirs are lowercase). With
+/// the rest of the grammar ([`MARKABLE_LUA`]) it tells a waiter that the
+/// holder reads the [`AWAITED`] mark.
 const FIRST_DIGITS: &[u8; 6] = b"ABCDEF";
 
 /// A fresh plain lock value, 40 hex digits (the first an uppercase letter,
@@ -70,6 +69,27 @@ pub(crate) fn fresh_labelled(label: Option<&str>) -> String {
 /// Appended to a plain lock value by a waiter: its release announces
 /// itself (see `node::scripts::RELEASE`).
 pub(crate) const AWAITED: char = '+';
+
+/// Lua: `markable(v)`, true when the stored value `v` is a plain lock
+/// value of this version by its whole grammar, and so may get the
+/// [`AWAITED`] mark: one of [`FIRST_DIGITS`], then 39 lowercase hex
+/// digits, then nothing, or [`LABEL_MARK`] and a label of 1 to
+/// [`MAX_LABEL`] bytes without control characters, not ending with the
+/// mark (so a marked value is not markable again). A value of an earlier
+/// version (lowercase hex) or of other software sharing the prefix (an
+/// uppercase UUID, a base64 token, uppercase hex: anything else) is never
+/// changed, so its holder can still release and extend it.
+pub(crate) const MARKABLE_LUA: &str = r"
+local function markable(v)
+  if type(v) ~= 'string' or not string.find(v, '^[A-F]' .. string.rep('[0-9a-f]', 39)) then
+    return false
+  end
+  local label = string.sub(v, 41)
+  if label == '' then return true end
+  return string.sub(label, 1, 1) == '.' and #label >= 2 and #label <= 201
+    and not string.find(label, '%c') and string.sub(label, -1) ~= '+'
+end
+";
 
 /// The holder label in a stored plain value, if it carries one (without a
 /// waiter's [`AWAITED`] mark).
@@ -121,6 +141,20 @@ mod tests {
                 "{value}"
             );
         }
+    }
+
+    #[test]
+    fn the_markable_grammar_follows_the_value_and_label_sizes() {
+        // One of FIRST_DIGITS, then the other hex digits of VALUE_BYTES.
+        let rest = format!("string.rep('[0-9a-f]', {})", VALUE_BYTES * 2 - 1);
+        assert!(MARKABLE_LUA.contains(&rest), "{MARKABLE_LUA}");
+        assert!(MARKABLE_LUA.contains(&format!("string.sub(v, {})", VALUE_BYTES * 2 + 1)));
+        // The label mark, then at most MAX_LABEL bytes.
+        assert!(MARKABLE_LUA.contains(&format!("#label <= {}", MAX_LABEL + 1)));
+        assert!(MARKABLE_LUA.contains(&format!("'{LABEL_MARK}'")));
+        assert!(MARKABLE_LUA.contains(&format!("'{AWAITED}'")));
+        assert_eq!(String::from_utf8_lossy(FIRST_DIGITS), "ABCDEF");
+        assert!(MARKABLE_LUA.contains("'^[A-F]'"));
     }
 
     #[test]

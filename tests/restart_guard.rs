@@ -1,9 +1,10 @@
 #![cfg(feature = "testkit")]
 //! The restart guard on real nodes: a node that restarted (or lost its
 //! data) refuses to vote for the quarantine, then votes again;
-//! `init_nodes` skips the wait; the longest quarantine announced is kept
-//! for every client; TTLs above max_ttl are refused; the start-up checks,
-//! inspection and the fenced read see the quarantine.
+//! `init_nodes` skips the wait; a node keeps the quarantine of the client
+//! that began its trust period and refuses another; TTLs above max_ttl are
+//! refused; the start-up checks, inspection and the fenced read see the
+//! quarantine.
 
 mod common;
 
@@ -106,24 +107,74 @@ async fn init_nodes_lets_a_restarted_node_vote_without_waiting() {
     assert_eq!(node_0(&redlock, &resource).await, None);
 }
 
+/// The problems `check_report` finds on node `index` that concern the
+/// restart guard.
+async fn guard_problems(redlock: &Redlock, index: usize) -> Vec<NodeProblem> {
+    redlock.check_report().await[index]
+        .problems()
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                NodeProblem::Quarantined { .. } | NodeProblem::QuarantineMismatch { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_larger_quarantine_announced_by_one_client_is_kept_for_all() {
+async fn a_node_keeps_the_quarantine_of_the_client_that_met_it_first_and_refuses_another() {
     let cluster = common::cluster(3);
-    let long = all_of_three(Duration::from_secs(600));
-    let short = all_of_three(MAX_TTL);
+    let (long, short) = (
+        all_of_three(Duration::from_secs(600)),
+        all_of_three(MAX_TTL),
+    );
+    let long_q = long.quarantine().expect("guard on");
     let short_q = short.quarantine().expect("guard on");
-    let resource = common::unique("guard-largest");
-    // The long-lived client meets node 0 first after the restart...
+    let resource = common::unique("guard-kept");
+    // Every node keeps the short quarantine, then node 0 restarts and the
+    // long client meets it first.
     drop(common::guarded(&cluster, short.clone()).await);
     cluster.restart_empty(0).expect("restart");
     let long = fresh(&cluster, long);
-    let left = left_of(node_0(&long, &resource).await);
-    assert!(left > short_q, "{left:?}");
-    // ...and a client with a smaller max_ttl still waits the larger one.
+    assert!(long.try_lock(&resource, MAX_TTL).await.is_err());
+    long.shutdown().await;
+    let problems = guard_problems(&long, 0).await;
+    assert!(
+        matches!(problems[..], [NodeProblem::Quarantined { left, started: true, .. }]
+            if left > short_q),
+        "{problems:?}"
+    );
+    for index in [1, 2] {
+        let problems = guard_problems(&long, index).await;
+        assert!(
+            matches!(problems[..], [NodeProblem::QuarantineMismatch { kept, ours, .. }]
+                if kept == short_q && ours == long_q),
+            "node {index}: {problems:?}"
+        );
+    }
+    // The short client is refused by node 0, which still waits the long
+    // quarantine out.
     let short = fresh(&cluster, short);
     tokio::time::sleep(short_q * 2).await;
-    let left = left_of(node_0(&short, &resource).await);
-    assert!(left > short_q, "the short client saw {left:?}");
+    match short.try_lock(&resource, MAX_TTL).await {
+        Err(Error::NotAcquired(why)) => assert!(why.is_misconfigured(), "{why}"),
+        other => panic!("expected node 0's mismatch to refuse it, got {other:?}"),
+    }
+    let problems = guard_problems(&short, 0).await;
+    assert!(
+        problems.iter().any(
+            |p| matches!(p, NodeProblem::QuarantineMismatch { kept, ours, .. }
+            if *kept == long_q && *ours == short_q)
+        ),
+        "{problems:?}"
+    );
+    let problems = guard_problems(&long, 0).await;
+    assert!(
+        matches!(problems[..], [NodeProblem::Quarantined { left, .. }] if left > short_q),
+        "{problems:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,10 +269,12 @@ async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_writt
     tokio::time::sleep(config.quarantine().expect("guard on") * 2).await;
     match all.lock_with(&resource, MAX_TTL, &fenced).await {
         Err(Error::NotAcquired(why)) => {
-            let NodeOutcome::Failed(failure) = why.nodes()[0].outcome() else {
-                panic!("{why}");
-            };
-            assert!(failure.to_string().contains("not known intact"), "{why}");
+            assert_eq!(
+                why.nodes()[0].outcome(),
+                &NodeOutcome::CountersUnknown,
+                "{why}"
+            );
+            assert!(why.to_string().contains("not known intact"), "{why}");
         }
         other => panic!("expected node 0 left out of the fenced read, got {other:?}"),
     }
@@ -266,4 +319,110 @@ async fn a_record_without_a_readable_since_starts_a_new_quarantine_that_ends() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(voted, "node 0 never voted again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_guard_on_every_kind_of_lock_extends() {
+    let cluster = common::cluster(3);
+    let config = common::fast_config().with_restart_guard(Duration::from_secs(5));
+    let ttl = Duration::from_secs(2);
+    let plain = common::guarded(&cluster, config.clone()).await;
+    let reseeding = fresh(&cluster, config.with_reseed_restarted_nodes(true));
+    let resource = common::unique("guard-extend-kinds");
+    for redlock in [&plain, &reseeding] {
+        let mut guard = redlock.try_lock(&resource, ttl).await.expect("lock");
+        guard.extend(ttl).await.expect("extend");
+        guard.release().await.expect("release");
+    }
+    let mut hold = plain
+        .try_lock_reentrant(&resource, "job-1", ttl)
+        .await
+        .expect("reentrant lock");
+    hold.extend(ttl).await.expect("reentrant extend");
+    hold.release().await.expect("reentrant release");
+}
+
+/// `INFO replication` of the node at `url`.
+fn replication(url: &str) -> String {
+    common::query::<String>(url, redis::cmd("INFO").arg("replication")).expect("INFO replication")
+}
+
+/// Makes the node at `url` a replica of the one at `master` and waits (up
+/// to 20 s) until it has synced.
+async fn replicate(url: &str, master: &str) {
+    let no_delay = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync-delay")
+        .arg("0")
+        .clone();
+    common::query::<()>(master, &no_delay).expect("CONFIG SET");
+    let port = common::port_of(master);
+    let replicaof = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port).clone();
+    common::query::<()>(url, &replicaof).expect("REPLICAOF");
+    assert!(
+        common::eventually(Duration::from_secs(20), || {
+            replication(url).contains("master_link_status:up")
+        })
+        .await,
+        "{url} never synced from {master}"
+    );
+}
+
+fn promote(url: &str) {
+    let promote = redis::cmd("REPLICAOF").arg("NO").arg("ONE").clone();
+    common::query::<()>(url, &promote).expect("REPLICAOF NO ONE");
+}
+
+fn run_id(url: &str) -> String {
+    let info = common::query::<String>(url, redis::cmd("INFO").arg("server")).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// A failover to a replica and a failback to the old master with no vote
+/// in between: the old master's process (its `run_id`) never changed, but
+/// its data is now what the replica had, so it may have forgotten locks.
+/// Its replication id changed: it starts a quarantine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_and_failback_with_no_vote_in_between_starts_a_quarantine() {
+    let cluster = common::cluster(3);
+    let spare = common::cluster(1);
+    let config = all_of_three(Duration::from_secs(600));
+    let redlock = common::guarded(&cluster, config.clone()).await;
+    let resource = common::unique("guard-failback");
+    assert_eq!(node_0(&redlock, &resource).await, None, "trusted at once");
+    let (primary, replica) = (cluster.direct_url(0), spare.direct_url(0));
+    let before = run_id(&primary);
+    replicate(&replica, &primary).await;
+    // Failover: the replica is promoted, the old master follows it...
+    promote(&replica);
+    replicate(&primary, &replica).await;
+    // ...and failback, with no vote in between.
+    promote(&primary);
+    assert_eq!(run_id(&primary), before, "the same process");
+    let redlock = fresh(&cluster, config);
+    left_of(node_0(&redlock, &resource).await);
+}
+
+/// A record of an earlier version has no replication id: it is adopted,
+/// and the node keeps voting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_replication_id_is_adopted_without_a_quarantine() {
+    let cluster = common::cluster(3);
+    let config = all_of_three(MAX_TTL);
+    drop(common::guarded(&cluster, config.clone()).await);
+    let record = "redquorum:restart-guard:node";
+    let url = cluster.direct_url(0);
+    let hdel = redis::cmd("HDEL").arg(record).arg("replid").clone();
+    let removed: i64 = common::query(&url, &hdel).expect("HDEL");
+    assert_eq!(removed, 1, "the record keeps the replication id");
+    let redlock = fresh(&cluster, config);
+    let resource = common::unique("guard-replid");
+    assert_eq!(node_0(&redlock, &resource).await, None, "still trusted");
+    let hget = redis::cmd("HGET").arg(record).arg("replid").clone();
+    let replid: Option<String> = common::query(&url, &hget).expect("HGET");
+    assert!(replid.is_some_and(|r| replication(&url).contains(&r)));
 }

@@ -26,11 +26,7 @@ fn seeds_from(text: &str) -> Vec<u64> {
 /// Violations of known open defects (the reliability issue's), by the
 /// text the checker writes: a batch lists them and does not fail on them.
 /// Each fix empties its line, and its seed goes into `sim-seeds.txt`.
-const KNOWN_OPEN: &[&str] = &[
-    // Defect 3: with the restart guard and fencing, a resource not fenced
-    // since a restart cannot be locked again.
-    "fence counters not known intact",
-];
+const KNOWN_OPEN: &[&str] = &[];
 
 fn known_open(violation: &str) -> bool {
     KNOWN_OPEN.iter().any(|known| violation.contains(known))

@@ -14,14 +14,51 @@ impl Config {
     /// so with [`NodeOutcome::Quarantined`](crate::NodeOutcome::Quarantined).
     ///
     /// Each node keeps a record without TTL, `{prefix}restart-guard:node`,
-    /// with the identity (`run_id`) of the process that began its trust
-    /// period and when that began (the node's clock). Every script that can
-    /// grant a vote first reads the live `run_id` (`INFO server`); when it
-    /// differs from the record, or there is no record, the node starts a
-    /// new trust period and refuses to vote for the quarantine,
-    /// `max_ttl * (1 + drift_factor) + drift_padding`. The largest
-    /// quarantine any client announced is kept on the node, so clients with
-    /// a smaller `max_ttl` still wait long enough for the others.
+    /// with the identity (`run_id`) and replication id (`master_replid`) of
+    /// the process that began its trust period and when that began (the
+    /// node's clock). Every script that can grant a vote first reads the
+    /// live `run_id` (`INFO server`) and `master_replid` (`INFO
+    /// replication`); when either differs from the record (a restart, a
+    /// failover to another process, or a failover and failback to the same
+    /// one, which was a replica meanwhile), or there is no record, the node
+    /// starts a new trust period and refuses to vote for the quarantine,
+    /// `max_ttl * (1 + drift_factor) + drift_padding`.
+    ///
+    /// **What the quarantine rests on.** It is timed on the node's wall
+    /// clock (`TIME`), from when the trust period began: a clock stepped
+    /// forward meanwhile (an NTP step just after a reboot, say) shortens it
+    /// by the step. Start Redis only once the host's time is synchronised
+    /// (with systemd, order it after `time-sync.target` with a wait-sync
+    /// service enabled), and keep time sync slewing, not stepping. Where
+    /// `INFO replication` shows no `master_replid` (some managed services),
+    /// the record is compared by `run_id` alone, and a failover and
+    /// failback that keeps the `run_id` goes unseen.
+    ///
+    /// **The quarantine is a deployment constant**: give every client of
+    /// the nodes the same `max_ttl` and drift settings. The record keeps
+    /// the quarantine of the client that began the trust period, and a
+    /// node refuses the votes and extensions of a client that announces
+    /// another one ([`NodeOutcome::QuarantineMismatch`](crate::NodeOutcome::QuarantineMismatch),
+    /// a misconfiguration that [`Redlock::lock`](crate::Redlock::lock)
+    /// does not retry and [`Redlock::check`](crate::Redlock::check) fails
+    /// on). That client then gives the longer of the two quarantines to
+    /// every node still in quarantine, so that a node restarted empty whose
+    /// first voter announced the shorter one waits the longer one out.
+    ///
+    /// Why no node can simply keep the largest quarantine ever announced:
+    /// the record is lost with the very restart it guards against, so a
+    /// restarted node learns its quarantine from its first voter. A client
+    /// with a shorter `max_ttl` that met only restarted nodes would set it
+    /// and could take a lock that a client with a longer one still holds.
+    /// Refusing every mismatch and spreading the longer value closes that
+    /// whenever one node that remembers the longer value answers the
+    /// shorter client before its quarantine ends (in particular whenever a
+    /// minority of nodes restarted). The one case no node can tell: a
+    /// majority restarted empty and every node that remembers the longer
+    /// value is out of that client's reach until then. So mixed values are
+    /// refused, never relied on. [`Redlock::set_node_quarantine`](crate::Redlock::set_node_quarantine)
+    /// makes every node keep this client's quarantine once the fleet agrees
+    /// on it again.
     ///
     /// With the guard on, every TTL above `max_ttl` (for
     /// [`Redlock::lock`](crate::Redlock::lock),

@@ -81,10 +81,11 @@ impl Held {
             s.deadline = s.deadline.min(new_deadline);
             lower
         });
+        let guard = shared.guard();
         let request = Arc::new(if reseed {
-            Request::extend_or_missing(&self.keys, &self.value, &ttl.millis)
+            Request::extend_or_missing(&self.keys, &self.value, &ttl.millis, guard)
         } else {
-            Request::extend(&self.keys, &self.value, &ttl.millis)
+            Request::extend(&self.keys, &self.value, &ttl.millis, guard)
         });
         let mut round = shared
             .fan_out("extend", Leftover::Finish, shared.chain(&last), |node| {

@@ -44,17 +44,22 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
     );
     assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
     use crate::node::guard::*;
-    let guarded: [&Lua; 4] = [
+    let guarded: [&Lua; 9] = [
         &GUARDED_ACQUIRE_ALL,
         &GUARDED_FENCE_WRITE_BACK,
+        &GUARDED_EXTEND,
+        &GUARDED_EXTEND_OR_MISSING,
         &TRUST_STATUS,
         &MARK_TRUSTED,
+        &SPREAD,
+        &SET_QUARANTINE,
+        &VOUCH_COUNTERS,
     ];
     assert_documented(&["core", "restart-guard"], &guarded);
     assert_documented(&["core", "restart-guard"], &[&GUARDED_FENCED_ACQUIRE]);
     assert_documented(
         &["core", "reentrant", "restart-guard"],
-        &[&GUARDED_REENTRANT_ACQUIRE],
+        &[&GUARDED_REENTRANT_ACQUIRE, &GUARDED_REENTRANT_EXTEND],
     );
     assert!(GUARDED_ACQUIRE_ALL.calls().contains(&"info".to_owned()));
     assert!(documented("notifications").contains(&"publish".to_owned()));

@@ -8,7 +8,7 @@
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 
 use super::acl::Lua;
-use super::guard::{Guard, quarantined};
+use super::guard::Guard;
 use super::{Node, NodeError, NodeResult};
 use crate::failure::is_script_denied;
 
@@ -230,7 +230,7 @@ impl Node {
         } else {
             error
         };
-        let failure = match quarantined(NodeError::redis(&error)) {
+        let failure = match self.guard_refusal(NodeError::redis(&error)) {
             NodeError::Failed(failure) => failure,
             other => return Err(other),
         };

@@ -6,7 +6,7 @@
 
 use super::call::{Grant, Request, command};
 use super::guard::{
-    GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
+    self, GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
     GUARDED_REENTRANT_ACQUIRE, Guard,
 };
 use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
@@ -14,7 +14,6 @@ use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };
 use super::{NodeError, NodeResult};
-use crate::failure::{FailureKind, NodeFailure};
 use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
@@ -91,15 +90,29 @@ impl Request {
     }
 
     /// Compare-and-pexpire. Granted when every key held our value and got
-    /// the new TTL (for a reentrant hold id: at least the new TTL).
-    pub(crate) fn extend(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        Request::script(extend_script(value), keys, &[value, ttl_ms], Grant::Int(1))
+    /// the new TTL (for a reentrant hold id: at least the new TTL). With
+    /// the restart `guard` on, it announces the quarantine first.
+    pub(crate) fn extend(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        let scripts = (extend_script(value), guard::extend_script(value, false));
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
     /// Compare-and-pexpire that tells a missing key from a foreign one
-    /// (read the reply with [`Found::from_reply`]).
-    pub(crate) fn extend_or_missing(keys: &[String], value: &str, ttl_ms: &str) -> Self {
-        Request::script(&EXTEND_OR_MISSING, keys, &[value, ttl_ms], Grant::Int(1))
+    /// (read the reply with [`Found::from_reply`]); with the restart
+    /// `guard` on, it announces the quarantine first.
+    pub(crate) fn extend_or_missing(
+        keys: &[String],
+        value: &str,
+        ttl_ms: &str,
+        guard: Option<&Guard>,
+    ) -> Self {
+        let scripts = (&*EXTEND_OR_MISSING, guard::extend_script(value, true));
+        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
     /// Sets the missing keys to our value (`SET NX PX`). Granted when done;
@@ -157,18 +170,12 @@ impl Request {
 /// The counters of a fenced acquisition, when the node vouches for them.
 ///
 /// With the restart guard on, a node whose counters are not known intact
-/// (it has restarted or lost data since they were last written back) is no
-/// vote in the fenced read: its answer is an error (its lock keys are set
-/// all the same, and get the write-back).
+/// (its trust period began after they were last written back) is no vote
+/// in the fenced read: its answer is [`NodeError::CountersUnknown`] (its
+/// lock keys are set all the same, and get the write-back).
 pub(crate) fn counters_known(counters: Option<Vec<String>>) -> NodeResult<Option<Vec<String>>> {
     if counters.iter().flatten().any(|c| c.starts_with('?')) {
-        return Err(NodeError::Failed(NodeFailure::new(
-            FailureKind::Other,
-            "fence counters not known intact: this node restarted or lost data since they \
-             were last written back, so it is no vote in the fenced read (the write-back \
-             of this or a later token makes them count again)"
-                .to_owned(),
-        )));
+        return Err(NodeError::CountersUnknown);
     }
     Ok(counters)
 }

@@ -36,6 +36,17 @@ pub(crate) enum NodeError {
     Failed(NodeFailure),
     /// The restart guard refused the vote for this long.
     Quarantined(Duration),
+    /// The restart guard refused: the node keeps another quarantine than
+    /// this client announces.
+    QuarantineMismatch {
+        /// The quarantine the node keeps.
+        kept: Duration,
+        /// The quarantine this client announces.
+        ours: Duration,
+    },
+    /// With the restart guard on, the node's fence counters are not known
+    /// intact: it is no vote in the fenced read.
+    CountersUnknown,
 }
 
 impl NodeError {
@@ -45,6 +56,11 @@ impl NodeError {
             NodeError::TimedOut => NodeOutcome::TimedOut,
             NodeError::Failed(failure) => NodeOutcome::Failed(failure.clone()),
             NodeError::Quarantined(left) => NodeOutcome::Quarantined { left: *left },
+            NodeError::QuarantineMismatch { kept, ours } => NodeOutcome::QuarantineMismatch {
+                kept: *kept,
+                ours: *ours,
+            },
+            NodeError::CountersUnknown => NodeOutcome::CountersUnknown,
         }
     }
 

@@ -38,12 +38,16 @@ pub(crate) fn answered<T>(
 }
 
 /// `error.type` of a failed node call: `timeout`, `quarantined` (the
-/// restart guard refused the vote), the server's error code
+/// restart guard refused the vote), `quarantine_mismatch` (the node keeps
+/// another quarantine than this client's), `counters_unknown` (fence
+/// counters not known intact), the server's error code
 /// (`READONLY`, `NOSCRIPT`, ...), or the kind of a client-side error.
 pub(crate) fn error_type(error: &NodeError) -> String {
     match error {
         NodeError::TimedOut => "timeout".to_owned(),
         NodeError::Quarantined(_) => "quarantined".to_owned(),
+        NodeError::QuarantineMismatch { .. } => "quarantine_mismatch".to_owned(),
+        NodeError::CountersUnknown => "counters_unknown".to_owned(),
         NodeError::Failed(failure) => match failure.code() {
             Some(code) => code.to_owned(),
             None => failure.kind().name().to_owned(),

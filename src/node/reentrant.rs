@@ -127,9 +127,11 @@ return n
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
-pub(crate) static REENTRANT_EXTEND: LazyLock<Lua> = LazyLock::new(|| {
-    with_prelude(
-        r"
+pub(crate) static REENTRANT_EXTEND: LazyLock<Lua> =
+    LazyLock::new(|| with_prelude(REENTRANT_EXTEND_LUA));
+
+/// The body of [`REENTRANT_EXTEND`], after [`PRELUDE`].
+pub(crate) const REENTRANT_EXTEND_LUA: &str = r"
 for i = 1, #KEYS do
   if redis.call('type', KEYS[i]).ok ~= 'hash'
       or redis.call('hexists', KEYS[i], 'hold:' .. ARGV[1]) == 0 then
@@ -142,9 +144,7 @@ for i = 1, #KEYS do
   refit(KEYS[i], at)
 end
 return 1
-",
-    )
-});
+";
 
 /// The compare-and-delete script for `value`: the reentrant one for a hold id.
 pub(crate) fn release_script(value: &str) -> &'static Lua {

@@ -11,6 +11,7 @@
 use std::sync::LazyLock;
 
 use super::acl::{Lua, lua};
+use crate::value::MARKABLE_LUA;
 
 /// Takes every key of a multi-resource lock at once, or none.
 ///
@@ -57,16 +58,17 @@ pub(crate) fn with_ours(body: &str) -> Lua {
 /// A release nobody waits for costs no `PUBLISH` and no extra call.
 ///
 /// A clean-up that marks appends `+` to each other lock value of this
-/// version (its first digit an uppercase letter: see
-/// `value::fresh_labelled`) not yet marked: the attempt's `lock()` waits,
-/// so that holder's release will announce itself. Values of earlier
-/// versions, or of other software, are left as they are.
+/// version by its whole grammar (`value::MARKABLE_LUA`: an uppercase
+/// letter, 39 lowercase hex digits, an optional label) not yet marked: the
+/// attempt's `lock()` waits, so that holder's release will announce
+/// itself. Values of earlier versions, or of other software sharing the
+/// prefix (whatever their first letter), are left as they are.
 ///
 /// `PUBLISH` and `APPEND` run under `pcall`: a node whose ACL forbids them
 /// still releases (and announces nothing).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+    with_ours(&format!(
+        r"{MARKABLE_LUA}
 local deleted_keys = 0
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
@@ -77,14 +79,13 @@ for i = 1, #KEYS do
       local channel = string.sub(KEYS[i], 1, s - 1) .. 'released:' .. string.sub(KEYS[i], e + 1)
       redis.pcall('publish', channel, ARGV[1])
     end
-  elseif ARGV[2] == '1' and type(v) == 'string' and string.find(v, '^[A-F]')
-    and string.sub(v, -1) ~= '+' then
+  elseif ARGV[2] == '1' and markable(v) then
     redis.pcall('append', KEYS[i], '+')
   end
 end
 return deleted_keys
-",
-    )
+"
+    ))
 });
 
 /// Compare-and-pexpire. Never creates a key.
@@ -92,9 +93,11 @@ return deleted_keys
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
 /// Returns 1 when every key holds our value and got the new TTL, 0 when any
 /// key is missing or not ours (nothing is changed then).
-pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| with_ours(EXTEND_LUA));
+
+/// The body of [`EXTEND`], after [`OURS`] (the restart guard runs it after
+/// announcing its quarantine).
+pub(crate) const EXTEND_LUA: &str = r"
 for i = 1, #KEYS do
   if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
@@ -102,9 +105,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
-});
+";
 
 /// Compare-and-pexpire that tells a missing key from a foreign one.
 ///
@@ -112,9 +113,11 @@ return 1
 /// Returns 1 when every key holds our value and got the new TTL; 0 when any
 /// key holds another value; -1 when no key is foreign but some are missing
 /// (a restarted node). Nothing is changed unless it returns 1.
-pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> = LazyLock::new(|| {
-    with_ours(
-        r"
+pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> =
+    LazyLock::new(|| with_ours(EXTEND_OR_MISSING_LUA));
+
+/// The body of [`EXTEND_OR_MISSING`], after [`OURS`].
+pub(crate) const EXTEND_OR_MISSING_LUA: &str = r"
 local missing = false
 for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
@@ -129,9 +132,7 @@ for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
-",
-    )
-});
+";
 
 /// Re-seeds a lock on a node that lost it (restarted empty), once the lock
 /// is known to be held on a quorum. Never overwrites another owner's key.

@@ -3,7 +3,9 @@
 
 mod jobs;
 mod locking;
+mod quarantine;
 mod trust;
+mod vouch;
 
 use std::sync::Arc;
 
@@ -173,15 +175,21 @@ impl Redlock {
             config.connect_timeout(),
             quorum,
         );
+        let nodes: Arc<[Arc<Node>]> = parsed.into();
+        let background = Background::default();
+        // Every node carries a clone of the one restart guard.
+        if let Some(guard) = nodes.first().and_then(|n| n.guard.as_ref()) {
+            guard.peers.attach(&nodes, &background);
+        }
         Ok(Redlock {
             shared: Arc::new(Shared {
-                nodes: parsed.into(),
+                nodes,
                 quorum,
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
                 passed: std::sync::atomic::AtomicBool::new(false),
                 handoff,
-                background: Background::default(),
+                background,
             }),
         })
     }

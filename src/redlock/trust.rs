@@ -1,10 +1,7 @@
 //! [`Redlock::init_nodes`]: the restart guard's bootstrap.
 
-use std::sync::Arc;
-
 use super::Redlock;
 use crate::error::{NodeOutcome, NodeReport};
-use crate::node::guard::Guard;
 
 impl Redlock {
     /// Marks every node trusted at once by the restart guard
@@ -13,9 +10,10 @@ impl Redlock {
     /// period that began at 0, so it votes without waiting out the
     /// quarantine. Returns one report per node, in node order:
     /// [`NodeOutcome::Granted`] where the record was written, else why not
-    /// (that node keeps its quarantine). It keeps the larger quarantine
-    /// already recorded, and works with the guard off too (it then
-    /// announces none).
+    /// (that node keeps its quarantine). Each node then keeps this
+    /// client's quarantine (every client must announce the same one); with
+    /// the guard off it keeps the one it had, or the first guarded vote
+    /// records its own.
     ///
     /// **Only for an operator who knows that no lock taken through these
     /// nodes can be live**: a brand-new cluster, or one whose every client
@@ -47,13 +45,11 @@ impl Redlock {
     /// Dropping the future may leave some nodes marked and others not;
     /// calling it again is harmless.
     pub async fn init_nodes(&self) -> Vec<NodeReport> {
-        let config = &self.shared.config;
-        let key = crate::keys::guard_key(config.key_prefix());
-        let guard = Arc::new(Guard::new(key, config.quarantine().unwrap_or_default()));
+        let key = crate::keys::guard_key(self.shared.config.key_prefix());
         let marks = self.shared.nodes.iter().map(|node| {
-            let guard = Arc::clone(&guard);
+            let key = key.as_str();
             async move {
-                let outcome = match node.mark_trusted(&guard).await {
+                let outcome = match node.mark_trusted(node.guard.as_ref(), key).await {
                     Ok(()) => NodeOutcome::Granted,
                     Err(e) => e.outcome(),
                 };

@@ -64,7 +64,8 @@ pub struct Cli {
 
     /// Turn on the restart guard: a node that restarted or lost its data
     /// votes only after MAX_TTL (plus drift), and no lock may have a TTL
-    /// above MAX_TTL. Use the same value in every client of the nodes.
+    /// above MAX_TTL. Use the same value in every client of the nodes: a
+    /// node that keeps another refuses this client.
     #[arg(long, value_parser = duration::parse, global = true, value_name = "MAX_TTL")]
     pub restart_guard: Option<Duration>,
 
@@ -90,6 +91,16 @@ pub enum Command {
     /// without waiting out its quarantine: only when no lock can be live.
     #[command(after_help = help::INIT)]
     Init(InitArgs),
+    /// Make every node keep this client's restart-guard quarantine (from
+    /// --restart-guard), after a client with another MAX_TTL set theirs:
+    /// only when no lock longer than MAX_TTL can be live.
+    #[command(after_help = help::SET_QUARANTINE)]
+    SetQuarantine(SetQuarantineArgs),
+    /// Vouch that the nodes' fence counters of a resource survived their
+    /// restarts, so that fenced locks of it issue tokens again (with
+    /// --restart-guard); touches nothing else.
+    #[command(after_help = help::VOUCH_COUNTERS)]
+    VouchCounters(VouchCountersArgs),
 }
 
 /// How long `--wait` lets `run` wait for the lock.
@@ -187,6 +198,32 @@ pub struct InitArgs {
     /// Confirm that no lock taken through these nodes can still be held.
     #[arg(long)]
     pub no_lock_is_live: bool,
+}
+
+/// Options of `set-quarantine`.
+#[derive(Debug, Args)]
+pub struct SetQuarantineArgs {
+    /// Confirm that no lock with a TTL above --restart-guard's MAX_TTL can
+    /// still be held.
+    #[arg(long)]
+    pub no_longer_lock_is_live: bool,
+}
+
+/// Options of `vouch-counters`.
+#[derive(Debug, Args)]
+pub struct VouchCountersArgs {
+    /// A resource whose counters to vouch for (repeat for several).
+    #[arg(long, value_name = "NAME", required_unless_present = "all_resources")]
+    pub resource: Vec<String>,
+
+    /// Vouch for the counters of every resource, those never fenced too.
+    #[arg(long, conflicts_with = "resource")]
+    pub all_resources: bool,
+
+    /// Confirm that the nodes' counters survived: appendfsync always, no
+    /// FLUSHALL, no eviction, no failover to a lagging replica.
+    #[arg(long)]
+    pub counters_are_intact: bool,
 }
 
 /// Options of `status`.

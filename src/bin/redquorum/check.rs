@@ -169,6 +169,8 @@ fn kind(problem: &NodeProblem) -> &'static str {
         NodeProblem::Tls { .. } => "tls",
         NodeProblem::Replicas { .. } => "replicas",
         NodeProblem::Persistence { .. } => "persistence",
+        NodeProblem::Quarantined { .. } => "quarantined",
+        NodeProblem::QuarantineMismatch { .. } => "quarantine_mismatch",
         _ => "other",
     }
 }

@@ -103,8 +103,9 @@ every lock it may have granted has expired. On a new cluster, or one whose
 every client has been stopped for longer than the longest TTL, init lets
 the nodes vote at once. Never run it because no lock key is to be found: a
 redeploy of every node looks exactly like that while a holder elsewhere
-still believes it holds its lock. Give --restart-guard too, to record the
-quarantine for clients that announce a shorter one.
+still believes it holds its lock. Give --restart-guard with your clients'
+MAX_TTL: each node then keeps that quarantine, and refuses a client that
+announces another.
 
 Example:
   redquorum --restart-guard 60s init --no-lock-is-live
@@ -116,6 +117,59 @@ Exit codes:
   78  a node refused (an ACL without +info, say), or bad configuration
       or nodes file (EX_CONFIG)
   64  bad usage, or --no-lock-is-live missing (EX_USAGE)";
+
+/// After `set-quarantine --help`.
+pub const SET_QUARANTINE: &str = "\
+With the restart guard, every client of the nodes must announce the same
+quarantine (--restart-guard MAX_TTL plus drift): a node keeps the one of
+the client that began its trust period and refuses the others. A client
+with another MAX_TTL leaves nodes that refuse the fleet (check lists them)
+and, while it is the longer one, quarantines that long. Once every client
+uses one MAX_TTL, and none with a longer one has held a lock for longer
+than that, set-quarantine makes every node keep this one: a node still in
+quarantine then waits this one from the start of its trust period. A node
+that restarted while a longer lock was live can then grant it again: when
+in doubt, wait the longer quarantine out.
+
+Example:
+  redquorum --restart-guard 60s set-quarantine --no-longer-lock-is-live
+
+Exit codes:
+  0   every node keeps the quarantine
+  80  some nodes not set (listed)
+  69  no node set (EX_UNAVAILABLE)
+  78  a node refused (an ACL without +info, say), or bad configuration
+      or nodes file (EX_CONFIG)
+  64  bad usage: --restart-guard or --no-longer-lock-is-live missing
+      (EX_USAGE)";
+
+/// After `vouch-counters --help`.
+pub const VOUCH_COUNTERS: &str = "\
+With the restart guard and fencing, a node counts in the fenced read only
+if the resource's counter was written back to it since its last restart
+(or init). When more nodes than a quorum can spare restarted since the
+resource's last fenced lock, even cleanly with AOF, no token can be issued:
+run fails with 78 and names this command. If the counters survived
+(appendonly yes, appendfsync always, no FLUSHALL, no eviction, no failover
+to a lagging replica), vouch-counters records them as known intact on every
+node; nothing else changes (no quarantine ends sooner). A node that lost a
+counter and is vouched for can let a token go backwards.
+
+--all-resources vouches for every counter of the nodes, including those of
+resources never fenced (a restart may have lost those too, so they do not
+count either until vouched for or written back).
+
+Example:
+  redquorum --restart-guard 60s vouch-counters --resource ledger --counters-are-intact
+
+Exit codes:
+  0   every node vouched for
+  80  some nodes not vouched for (listed)
+  69  no node vouched for (EX_UNAVAILABLE)
+  78  a node refused (an ACL without +info, say), or bad configuration
+      or nodes file (EX_CONFIG)
+  64  bad usage: --restart-guard or --counters-are-intact missing
+      (EX_USAGE)";
 
 pub const STATUS: &str = "\
 The holder is shown by its label (run --label; host:pid and the command by

@@ -11,6 +11,7 @@ mod help;
 mod init;
 mod json;
 mod nodes;
+mod quarantine;
 mod run;
 mod signals;
 mod status;
@@ -92,6 +93,10 @@ async fn dispatch(cli: Cli) -> Exit {
         Command::Check(args) => check::check(&redlock, args.json).await,
         Command::Status(args) => status::status(&redlock, &args.resource, args.json).await,
         Command::Init(args) => init::init(&redlock, args.no_lock_is_live).await,
+        Command::SetQuarantine(args) => {
+            quarantine::set(&redlock, args.no_longer_lock_is_live).await
+        }
+        Command::VouchCounters(args) => quarantine::vouch(&redlock, args).await,
     }
 }
 

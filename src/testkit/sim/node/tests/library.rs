@@ -15,7 +15,7 @@ use crate::node::NodeError;
 use crate::node::acl::DIAGNOSE;
 use crate::node::guard::{
     GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE, MARK_TRUSTED,
-    TRUST_STATUS, quarantined,
+    TRUST_STATUS, refusal as quarantined,
 };
 use crate::node::reentrant::{REENTRANT_ACQUIRE, REENTRANT_EXTEND, REENTRANT_RELEASE};
 use crate::node::scripts::{
@@ -129,7 +129,10 @@ fn release_deletes_only_our_keys() {
 fn a_release_announces_itself_when_a_waiter_marked_the_lock() {
     let mut node = SimNode::new(0, 1);
     let (a, b) = (lock("a"), lock("b"));
-    raw(&mut node, ms(0), &["SET", &a, OURS, "PX", "1000"]);
+    // Only a value of the library's own grammar is ever marked.
+    let ours = crate::value::fresh_labelled(None);
+    let ours = ours.as_str();
+    raw(&mut node, ms(0), &["SET", &a, ours, "PX", "1000"]);
     // A waiter's clean-up marks the lock it lost (its own key: none).
     let cleanup = invoke(
         &mut node,
@@ -139,14 +142,14 @@ fn a_release_announces_itself_when_a_waiter_marked_the_lock() {
         &[THEIRS, "1"],
     );
     assert_eq!(cleanup, Value::Int(0));
-    let marked = format!("{OURS}+");
+    let marked = format!("{ours}+");
     assert_eq!(node.value(ms(1), &a).as_deref(), Some(marked.as_bytes()));
     assert_eq!(node.pttl(ms(1), &a), 999, "APPEND keeps the TTL");
     assert_eq!(
-        invoke(&mut node, ms(2), &RELEASE, &[a.as_str()], &[OURS]),
+        invoke(&mut node, ms(2), &RELEASE, &[a.as_str()], &[ours]),
         Value::Int(1)
     );
-    let announced = (channel(PREFIX, "a").into_bytes(), OURS.as_bytes().to_vec());
+    let announced = (channel(PREFIX, "a").into_bytes(), ours.as_bytes().to_vec());
     assert_eq!(node.take_published(), vec![announced]);
 }
 
@@ -286,7 +289,8 @@ fn the_guarded_acquire_refuses_while_the_node_is_quarantined() {
         status,
         Value::Array(vec![
             Value::BulkString(b"quarantined".to_vec()),
-            Value::Int(600)
+            Value::Int(600),
+            Value::Int(1000)
         ])
     );
     let again = acquire(&mut node, ms(400));
