@@ -46,7 +46,10 @@ pub(super) fn text(core: &Core, sections: &[Vec<u8>]) -> String {
     out
 }
 
-fn fields(out: &mut String, title: &str, lines: &[(&str, String)]) {
+/// One line's value: anything written with `Display`.
+type Field<'a> = (&'a str, &'a dyn std::fmt::Display);
+
+fn fields(out: &mut String, title: &str, lines: &[Field<'_>]) {
     let _ = write!(out, "# {title}\r\n");
     for (name, value) in lines {
         let _ = write!(out, "{name}:{value}\r\n");
@@ -55,31 +58,32 @@ fn fields(out: &mut String, title: &str, lines: &[(&str, String)]) {
 
 fn server(core: &Core, out: &mut String) {
     let uptime = (core.us - core.process.started_us).max(0) / 1_000_000;
-    let port = core.config.get("port").cloned().unwrap_or_default();
+    let days = uptime / 86_400;
+    let port = core.config.get("port").map_or("", String::as_str);
     fields(
         out,
         "Server",
         &[
-            ("redis_version", VERSION.to_owned()),
-            ("redis_git_sha1", "00000000".to_owned()),
-            ("redis_git_dirty", "0".to_owned()),
-            ("redis_build_id", "5fc3d4b8a7e0c1f2".to_owned()),
-            ("redis_mode", "standalone".to_owned()),
-            ("os", "Linux (simulated) x86_64".to_owned()),
-            ("arch_bits", "64".to_owned()),
-            ("multiplexing_api", "epoll".to_owned()),
-            ("process_id", core.process.pid.to_string()),
-            ("process_supervised", "no".to_owned()),
-            ("run_id", core.process.run_id.clone()),
-            ("tcp_port", port),
-            ("server_time_usec", core.us.to_string()),
-            ("uptime_in_seconds", uptime.to_string()),
-            ("uptime_in_days", (uptime / 86_400).to_string()),
-            ("hz", "10".to_owned()),
-            ("configured_hz", "10".to_owned()),
-            ("executable", "/usr/bin/redis-server".to_owned()),
-            ("config_file", String::new()),
-            ("io_threads_active", "0".to_owned()),
+            ("redis_version", &VERSION),
+            ("redis_git_sha1", &"00000000"),
+            ("redis_git_dirty", &"0"),
+            ("redis_build_id", &"5fc3d4b8a7e0c1f2"),
+            ("redis_mode", &"standalone"),
+            ("os", &"Linux (simulated) x86_64"),
+            ("arch_bits", &"64"),
+            ("multiplexing_api", &"epoll"),
+            ("process_id", &core.process.pid),
+            ("process_supervised", &"no"),
+            ("run_id", &core.process.run_id),
+            ("tcp_port", &port),
+            ("server_time_usec", &core.us),
+            ("uptime_in_seconds", &uptime),
+            ("uptime_in_days", &days),
+            ("hz", &"10"),
+            ("configured_hz", &"10"),
+            ("executable", &"/usr/bin/redis-server"),
+            ("config_file", &""),
+            ("io_threads_active", &"0"),
         ],
     );
 }
@@ -88,73 +92,67 @@ fn clients(_: &Core, out: &mut String) {
     fields(
         out,
         "Clients",
-        &[
-            ("connected_clients", "1".to_owned()),
-            ("blocked_clients", "0".to_owned()),
-        ],
+        &[("connected_clients", &"1"), ("blocked_clients", &"0")],
     );
 }
 
 fn persistence(core: &Core, out: &mut String) {
-    let aof = core.config.get("appendonly").is_some_and(|v| v == "yes");
+    let aof = u8::from(core.config.get("appendonly").is_some_and(|v| v == "yes"));
+    let saved = core.process.last_save_us.div_euclid(1_000_000);
     fields(
         out,
         "Persistence",
         &[
-            ("loading", "0".to_owned()),
-            ("async_loading", "0".to_owned()),
-            ("rdb_changes_since_last_save", core.keys.dirty.to_string()),
-            ("rdb_bgsave_in_progress", "0".to_owned()),
-            (
-                "rdb_last_save_time",
-                core.process.last_save_us.div_euclid(1_000_000).to_string(),
-            ),
-            ("rdb_last_bgsave_status", "ok".to_owned()),
-            ("rdb_saves", core.process.saves.to_string()),
-            ("aof_enabled", u8::from(aof).to_string()),
-            ("aof_rewrite_in_progress", "0".to_owned()),
-            ("aof_rewrite_scheduled", "0".to_owned()),
-            ("aof_last_bgrewrite_status", "ok".to_owned()),
-            ("aof_last_write_status", "ok".to_owned()),
+            ("loading", &"0"),
+            ("async_loading", &"0"),
+            ("rdb_changes_since_last_save", &core.keys.dirty),
+            ("rdb_bgsave_in_progress", &"0"),
+            ("rdb_last_save_time", &saved),
+            ("rdb_last_bgsave_status", &"ok"),
+            ("rdb_saves", &core.process.saves),
+            ("aof_enabled", &aof),
+            ("aof_rewrite_in_progress", &"0"),
+            ("aof_rewrite_scheduled", &"0"),
+            ("aof_last_bgrewrite_status", &"ok"),
+            ("aof_last_write_status", &"ok"),
         ],
     );
 }
 
 fn replication(core: &Core, out: &mut String) {
-    let mut lines = Vec::new();
+    let mut lines: Vec<Field<'_>> = Vec::new();
     match &core.master {
-        None => lines.push(("role", "master".to_owned())),
+        None => lines.push(("role", &"master")),
         Some((host, port)) => {
-            lines.push(("role", "slave".to_owned()));
-            lines.push(("master_host", host.clone()));
-            lines.push(("master_port", port.to_string()));
-            lines.push(("master_link_status", "up".to_owned()));
-            lines.push(("master_last_io_seconds_ago", "0".to_owned()));
-            lines.push(("master_sync_in_progress", "0".to_owned()));
-            lines.push(("slave_repl_offset", "0".to_owned()));
-            lines.push(("slave_priority", "100".to_owned()));
-            lines.push(("slave_read_only", "1".to_owned()));
+            lines.push(("role", &"slave"));
+            lines.push(("master_host", host));
+            lines.push(("master_port", port));
+            lines.push(("master_link_status", &"up"));
+            lines.push(("master_last_io_seconds_ago", &"0"));
+            lines.push(("master_sync_in_progress", &"0"));
+            lines.push(("slave_repl_offset", &"0"));
+            lines.push(("slave_priority", &"100"));
+            lines.push(("slave_read_only", &"1"));
         }
     }
-    lines.push(("connected_slaves", "0".to_owned()));
-    lines.push(("master_replid", core.process.replid.clone()));
-    lines.push(("master_repl_offset", "0".to_owned()));
+    lines.push(("connected_slaves", &"0"));
+    lines.push(("master_replid", &core.process.replid));
+    lines.push(("master_repl_offset", &"0"));
     fields(out, "Replication", &lines);
 }
 
 fn cluster(_: &Core, out: &mut String) {
-    fields(out, "Cluster", &[("cluster_enabled", "0".to_owned())]);
+    fields(out, "Cluster", &[("cluster_enabled", &"0")]);
 }
 
 fn keyspace(core: &Core, out: &mut String) {
     let live: Vec<_> = core.keys.live(core.ms()).collect();
     let expires = live.iter().filter(|(_, e)| e.expire_at.is_some()).count();
-    let mut lines = Vec::new();
-    if !live.is_empty() {
-        lines.push((
-            "db0",
-            format!("keys={},expires={expires},avg_ttl=0", live.len()),
-        ));
-    }
-    fields(out, "Keyspace", &lines);
+    let db0 = format!("keys={},expires={expires},avg_ttl=0", live.len());
+    let lines: &[Field<'_>] = if live.is_empty() {
+        &[]
+    } else {
+        &[("db0", &db0)]
+    };
+    fields(out, "Keyspace", lines);
 }
