@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use super::Redlock;
 use crate::error::Result;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::lock;
 use crate::options::{LockOptions, Plan};
