@@ -271,6 +271,24 @@ mod tests {
     }
 
     #[test]
+    fn valkey_names_the_command_a_script_may_not_run() {
+        // Valkey 8 and 9 (and Redis 7.2) word a refusal inside a script so.
+        let e = server(
+            "ERR",
+            "ACL failure in script: User locker has no permissions to run the 'pexpire' \
+             command script: 7282ccf73c46a4672b663d324d195f26c0a61fbc, on @user_script:8.",
+        );
+        let failure = NodeFailure::from_redis(&e);
+        assert_eq!(
+            failure.kind(),
+            &FailureKind::NoPermission {
+                command: Some("pexpire".into())
+            }
+        );
+        assert!(failure.is_misconfiguration());
+    }
+
+    #[test]
     fn loading_is_an_outage_not_a_misconfiguration() {
         let e = server("LOADING", "Redis is loading the dataset in memory");
         let failure = NodeFailure::from_redis(&e);
