@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Redlock;
-use crate::error::Result;
 #[cfg(doc)]
 use crate::error::Error;
+use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::lock;
 use crate::options::{LockOptions, Plan};

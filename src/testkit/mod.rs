@@ -35,11 +35,11 @@ mod oracle;
 mod proxy;
 mod resp;
 mod server;
-mod svg;
-mod timeline;
 #[cfg(feature = "sim")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
+mod svg;
+mod timeline;
 
 pub use builder::{LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use certs::TestCertificates;
