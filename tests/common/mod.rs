@@ -2,6 +2,7 @@
 //! inspection, and the mutual-exclusion checker.
 #![allow(dead_code)]
 
+pub mod acl;
 pub mod workload;
 
 use std::time::Duration;
