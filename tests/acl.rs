@@ -84,7 +84,7 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
 }
 
 #[tokio::test]
-async fn the_core_user_alone_locks_and_the_checks_name_the_command_to_allow() {
+async fn the_core_user_alone_locks_and_the_checks_name_what_they_could_not_check() {
     let cluster = common::cluster(3);
     user(&cluster, &["core"]);
     let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
@@ -101,18 +101,19 @@ async fn the_core_user_alone_locks_and_the_checks_name_the_command_to_allow() {
     assert!(kinds.len() >= 2, "{err}");
     assert!(kinds.iter().all(|k| *k == denied("time")), "{kinds:?}");
 
-    match redlock.check().await {
-        Err(Error::Misconfigured(problems)) => {
-            assert_eq!(problems.len(), 3, "{problems:?}");
-            for p in &problems {
-                assert!(
-                    matches!(p, NodeProblem::AclDenied { command, .. } if command == "role"),
-                    "{p}"
-                );
-                assert!(p.to_string().contains("+role"), "{p}");
-            }
-        }
-        other => panic!("expected the ACL to be reported, got {other:?}"),
+    // The checks degrade: each refused probe is a warning naming what
+    // to allow, and the check passes.
+    redlock.check().await.expect("refused probes are warnings");
+    for row in redlock.check_report().await {
+        let role = row
+            .problems()
+            .iter()
+            .find(|p| matches!(p, NodeProblem::Unchecked { command, .. } if command == "role"))
+            .unwrap_or_else(|| panic!("{:?}", row.problems()));
+        assert!(
+            role.is_warning() && role.to_string().contains("+role"),
+            "{role}"
+        );
     }
     let rows = redlock.check_report().await;
     assert!(

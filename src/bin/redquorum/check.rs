@@ -169,6 +169,7 @@ fn kind(problem: &NodeProblem) -> &'static str {
         NodeProblem::Tls { .. } => "tls",
         NodeProblem::Replicas { .. } => "replicas",
         NodeProblem::Persistence { .. } => "persistence",
+        NodeProblem::Unchecked { .. } => "unchecked",
         _ => "other",
     }
 }
