@@ -151,19 +151,16 @@ fn is_disabled(failure: &crate::failure::NodeFailure) -> bool {
     message.contains("unknown command") || message.contains("unknown subcommand")
 }
 
-/// A probe's problem as a warning when the command was refused (by the
+/// A probe's problem as a warning when its `command` was refused (by the
 /// ACL or the provider): what it reads goes unchecked, the other probes
-/// still run. Other problems are returned as they are.
-fn refused_probe(problem: NodeProblem) -> NodeProblem {
+/// still run. The command is named as we sent it (Redis 6.2 says
+/// `config` for `config|get`). Other problems are returned as they are.
+fn refused_probe(problem: NodeProblem, command: &str) -> NodeProblem {
     match problem {
-        NodeProblem::AclDenied {
+        NodeProblem::AclDenied { index, node, .. } => NodeProblem::Unchecked {
             index,
             node,
-            command,
-        } => NodeProblem::Unchecked {
-            index,
-            node,
-            command,
+            command: command.to_owned(),
         },
         other => other,
     }
@@ -203,7 +200,7 @@ async fn config_get(check: &mut NodeCheck, node: &Node, name: &str) -> Option<St
     match call::<HashMap<String, String>>(check, node, &cmd, "config|get").await {
         Ok(mut pairs) => pairs.remove(name),
         Err(problem @ NodeProblem::AclDenied { .. }) => {
-            check.problems.push(refused_probe(problem));
+            check.problems.push(refused_probe(problem, "config|get"));
             None
         }
         Err(problem) => {
@@ -233,7 +230,7 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
         Ok(role) => Some(role),
         // Refused (Aiven disables ROLE): say so, and check the rest.
         Err(problem @ NodeProblem::AclDenied { .. }) => {
-            check.problems.push(refused_probe(problem));
+            check.problems.push(refused_probe(problem, "role"));
             None
         }
         Err(problem) => {
@@ -261,7 +258,7 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
         match call::<InfoDict>(&check, &node, &cmd, "info").await {
             Ok(info) => read_info(&mut check, &info),
             Err(problem @ NodeProblem::AclDenied { .. }) => {
-                check.problems.push(refused_probe(problem));
+                check.problems.push(refused_probe(problem, "info"));
                 break;
             }
             Err(problem) => {
@@ -432,7 +429,8 @@ mod tests {
             "ERR unknown subcommand 'GET'. Try CONFIG HELP.",
         ] {
             let failure = NodeFailure::new(FailureKind::Other, message);
-            let problem = refused_probe(classify(0, "n0", "role", NodeError::Failed(failure)));
+            let problem = classify(0, "n0", "role", NodeError::Failed(failure));
+            let problem = refused_probe(problem, "role");
             assert!(
                 matches!(&problem, NodeProblem::Unchecked { command, .. } if command == "role"),
                 "{message}: {problem:?}"
@@ -440,7 +438,7 @@ mod tests {
             assert!(problem.is_warning());
         }
         let down = NodeFailure::new(FailureKind::ConnectionRefused, "Connection refused");
-        let problem = refused_probe(classify(0, "n0", "role", NodeError::Failed(down)));
+        let problem = refused_probe(classify(0, "n0", "role", NodeError::Failed(down)), "role");
         assert!(
             matches!(problem, NodeProblem::Unreachable { .. }),
             "{problem:?}"
