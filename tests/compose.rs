@@ -36,7 +36,11 @@ fn compose_runs_five_redis7_masters_without_persistence_and_with_healthchecks() 
     let mut host_ports = Vec::new();
     for (name, service) in services {
         let name = name.as_str().unwrap_or("?");
-        assert_eq!(service["image"].as_str(), Some("redis:7"), "{name}: image");
+        assert_eq!(
+            service["image"].as_str(),
+            Some("redis:7.0.15"),
+            "{name}: image"
+        );
         let command = strings(&service["command"]);
         let joined = command.join(" ");
         assert!(
