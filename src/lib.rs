@@ -287,6 +287,7 @@
 // Floor 0, vocabulary: no I/O.
 mod attempts;
 mod config;
+mod env;
 mod error;
 mod failure;
 mod keys;
@@ -327,6 +328,7 @@ pub use config::{
     DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
+pub use env::{DEPRECATED_NODES_ENV, NODES_ENV, split_node_list};
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;

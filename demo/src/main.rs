@@ -10,7 +10,7 @@
 //! ```sh
 //! bash scripts/demo.sh                 # five local redis-server nodes (cargo run -p redquorum-demo)
 //! bash scripts/demo.sh --svg docs/demo-timeline.svg   # and draw the run
-//! REDLOCK_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
+//! REDQUORUM_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
 //! ```
 
 use std::time::Duration;
