@@ -587,6 +587,48 @@ fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
 }
 
 #[test]
+fn messages_name_command_line_flags_not_library_calls() {
+    let nodes = cluster(3);
+    // The test nodes run without AOF: the persistence advice names the
+    // restart guard.
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("--restart-guard"), "{out}");
+    assert!(
+        !out.contains("Config::") && !out.contains("Redlock::"),
+        "{out}"
+    );
+    let mut json = redquorum(&nodes.urls());
+    json.args(["check", "--json"]);
+    let (_, out, _) = output(json);
+    assert!(
+        out.contains("--restart-guard") && !out.contains("Config::"),
+        "{out}"
+    );
+
+    let mut run = redquorum(&nodes.urls());
+    run.args([
+        "--restart-guard",
+        "1s",
+        "run",
+        "--resource",
+        "flags",
+        "--ttl",
+        "5s",
+        "--",
+        "true",
+    ]);
+    let (code, _, err) = output(run);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--restart-guard") && !err.contains("Config::"),
+        "{err}"
+    );
+}
+
+#[test]
 fn nodes_come_from_redquorum_nodes_when_no_flag_is_given() {
     let nodes = cluster(3);
     let mut check = bare();
