@@ -16,6 +16,7 @@ mod signals;
 mod status;
 mod table;
 mod tls;
+mod words;
 
 use std::process::ExitCode;
 
@@ -63,7 +64,7 @@ impl Exit {
     pub fn error(code: i32, message: String) -> Exit {
         Exit {
             code,
-            message: Some(message),
+            message: Some(words::cli_words(&message)),
         }
     }
 }
