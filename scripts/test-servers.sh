@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The server matrix: runs the integration tests that exercise server
-# behaviour (not the command line, not the soak, model or fault-timing
-# runs) on every server of scripts/ensure-servers.sh (Redis 6.2.5,
+# The server matrix: runs the integration tests that need only servers
+# (not the command line, TLS, the watchdog timing, the fault scenarios,
+# the model or soak runs) on every server of scripts/ensure-servers.sh (Redis 6.2.5,
 # Valkey 8.0.1, Valkey 9.1.2), each selected with REDIS_SERVER_BIN. The
 # whole suite runs on Debian's redis-server with scripts/test.sh.
 #
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-build-deps.sh
-TESTS=${TESTS:-acl acquire bad_input cancel check contention fencing handoff inspect invariant lock_many managed noscript options ownership reentrant restart_guard runtimes shutdown testkit}
+TESTS=${TESTS:-acl acquire bad_input cancel check contention faults_client fencing handoff inspect lock_many managed metrics noscript options ownership reentrant restart_guard runtimes shutdown spans testkit}
 # The fault scenario of fencing (a thousand acquisitions under crashes, 35 s
 # of the 45 s of tests/fencing.rs) tests the client, not the server: it
 # runs on Debian's redis-server with the whole suite.
