@@ -1,7 +1,7 @@
 //! Latency and throughput of redquorum against the single-node floor.
 //!
 //! Nodes: five local `redis-server` processes (`LocalCluster`), or the five
-//! URLs of `REDLOCK_NODES` (comma-separated; the fault scenarios then need
+//! URLs of `REDQUORUM_NODES` (comma-separated; the fault scenarios then need
 //! local nodes and are skipped).
 //!
 //! ```text
@@ -408,7 +408,7 @@ fn benches(c: &mut Criterion) {
     }
 
     let Some(cluster) = nodes.local() else {
-        eprintln!("REDLOCK_NODES set: skipping the fault scenarios (they need local nodes)");
+        eprintln!("REDQUORUM_NODES set: skipping the fault scenarios (they need local nodes)");
         return;
     };
 

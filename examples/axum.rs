@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --example axum --features testkit            # five local nodes
-//! REDLOCK_NODES=redis://10.0.0.1:6379/,... cargo run --example axum --features testkit
+//! REDQUORUM_NODES=redis://10.0.0.1:6379/,... cargo run --example axum --features testkit
 //! curl -X POST localhost:3000/accounts/7/charge
 //! ```
 
@@ -63,7 +63,7 @@ async fn charge(State(redlock): State<Redlock>, Path(account): Path<u64>) -> (St
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_env_filter("warn").init();
-    // REDLOCK_NODES, or five local redis-server processes.
+    // REDQUORUM_NODES, or five local redis-server processes.
     let nodes = Nodes::from_env(5)?;
     let config = Config::default().with_node_timeout(Duration::from_millis(100));
     let redlock = Redlock::with_config(nodes.urls(), config)?;

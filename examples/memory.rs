@@ -1,7 +1,7 @@
 //! Resident memory over many acquire + release cycles: it must stay flat.
 //!
 //! Runs `CYCLES` (default 200,000) `try_lock` + `release` pairs on five local
-//! nodes (or `REDLOCK_NODES`), 8 tasks on distinct resources, and prints the
+//! nodes (or `REDQUORUM_NODES`), 8 tasks on distinct resources, and prints the
 //! resident set size read from `/proc/self/statm` after a warm-up and at the
 //! end.
 //!

@@ -52,6 +52,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     ];
     let (recorder, exporter) = PrometheusBuilder::new()
+        // Prometheus names: the unit in the name, `_total` on counters.
+        .with_recommended_naming(true)
         .with_http_listener(args.listen)
         .set_buckets_for_metric(Matcher::Suffix("duration".into()), &seconds)?
         .set_buckets_for_metric(Matcher::Suffix("margin".into()), &seconds)?

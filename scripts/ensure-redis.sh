@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs redis-server from the distribution when it is missing (Debian/Ubuntu).
-# Nodes from REDLOCK_NODES need no local server, but the fault-injection
+# Nodes from REDQUORUM_NODES need no local server, but the fault-injection
 # tests always run local ones, so it is installed either way.
 set -euo pipefail
 if command -v redis-server >/dev/null 2>&1 || [ -n "${REDIS_SERVER_BIN:-}" ]; then

@@ -127,6 +127,14 @@ fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProb
         }
     };
     let reason = failure.message().to_owned();
+    if is_disabled(&failure) {
+        // A managed service's answer to a command it disables.
+        return NodeProblem::AclDenied {
+            index,
+            node,
+            command: command.to_owned(),
+        };
+    }
     match failure.kind() {
         FailureKind::Auth => NodeProblem::AuthFailed {
             index,
@@ -149,6 +157,28 @@ fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProb
             node,
             reason,
         },
+    }
+}
+
+/// True for the answer of a server that disables or renames the command
+/// (`ERR unknown command 'CONFIG'`), as managed services do.
+fn is_disabled(failure: &crate::failure::NodeFailure) -> bool {
+    let message = failure.message().to_ascii_lowercase();
+    message.contains("unknown command") || message.contains("unknown subcommand")
+}
+
+/// A probe's problem as a warning when its `command` was refused (by the
+/// ACL or the provider): what it reads goes unchecked, the other probes
+/// still run. The command is named as we sent it (Redis 6.2 says
+/// `config` for `config|get`). Other problems are returned as they are.
+fn refused_probe(problem: NodeProblem, command: &str) -> NodeProblem {
+    match problem {
+        NodeProblem::AclDenied { index, node, .. } => NodeProblem::Unchecked {
+            index,
+            node,
+            command: command.to_owned(),
+        },
+        other => other,
     }
 }
 
@@ -175,16 +205,30 @@ async fn call_within<T: redis::FromRedisValue>(
         .map_err(|e| classify(check.index, &check.node, name, e))
 }
 
-/// `CONFIG GET name`, when the ACL allows it.
-async fn config_get(check: &NodeCheck, node: &Node, name: &str) -> Option<String> {
+/// `CONFIG GET name`, when the ACL and the provider allow it. The first
+/// refusal is reported once ([`NodeProblem::Unchecked`]); later names are
+/// not asked for then.
+async fn config_get(check: &mut NodeCheck, node: &Node, name: &str) -> Option<String> {
+    if check.problems.iter().any(|p| is_unchecked(p, "config|get")) {
+        return None;
+    }
     let cmd = redis::cmd("CONFIG").arg("GET").arg(name).clone();
     match call::<HashMap<String, String>>(check, node, &cmd, "config|get").await {
         Ok(mut pairs) => pairs.remove(name),
+        Err(problem @ NodeProblem::AclDenied { .. }) => {
+            check.problems.push(refused_probe(problem, "config|get"));
+            None
+        }
         Err(problem) => {
             tracing::debug!(node = %check.node, %problem, "CONFIG GET {name} not read");
             None
         }
     }
+}
+
+/// True when `problem` reports the probe `command` as refused.
+fn is_unchecked(problem: &NodeProblem, command: &str) -> bool {
+    matches!(problem, NodeProblem::Unchecked { command: c, .. } if c == command)
 }
 
 async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
@@ -199,7 +243,12 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
     // certificate refused, say) reports its reason, not "timed out".
     let first = node.timeout().saturating_add(node.connect_timeout());
     let role = match call_within::<Role>(&check, &node, &redis::cmd("ROLE"), "role", first).await {
-        Ok(role) => role,
+        Ok(role) => Some(role),
+        // Refused (Aiven disables ROLE): say so, and check the rest.
+        Err(problem @ NodeProblem::AclDenied { .. }) => {
+            check.problems.push(refused_probe(problem, "role"));
+            None
+        }
         Err(problem) => {
             check.reachable = !matches!(problem, NodeProblem::Unreachable { .. });
             check.problems.push(problem);
@@ -217,13 +266,15 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
             check.latency = check.latency.map(|l| l.min(took));
         }
     }
-    read_role(&mut check, role);
+    if let Some(role) = role {
+        read_role(&mut check, role);
+    }
     for section in ["server", "cluster"] {
         let cmd = redis::cmd("INFO").arg(section).clone();
         match call::<InfoDict>(&check, &node, &cmd, "info").await {
             Ok(info) => read_info(&mut check, &info),
             Err(problem @ NodeProblem::AclDenied { .. }) => {
-                check.problems.push(problem);
+                check.problems.push(refused_probe(problem, "info"));
                 break;
             }
             Err(problem) => {
@@ -231,7 +282,7 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
             }
         }
     }
-    check.eviction_policy = config_get(&check, &node, "maxmemory-policy").await;
+    check.eviction_policy = config_get(&mut check, &node, "maxmemory-policy").await;
     if let Some(policy) = check.eviction_policy.clone().filter(|p| p != "noeviction") {
         check.problems.push(NodeProblem::Eviction {
             index,
@@ -239,8 +290,8 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
             policy,
         });
     }
-    let appendonly = config_get(&check, &node, "appendonly").await;
-    let appendfsync = config_get(&check, &node, "appendfsync").await;
+    let appendonly = config_get(&mut check, &node, "appendonly").await;
+    let appendfsync = config_get(&mut check, &node, "appendfsync").await;
     if let (Some(appendonly), Some(appendfsync)) = (appendonly, appendfsync) {
         if appendonly != "yes" || appendfsync != "always" {
             check.problems.push(NodeProblem::Persistence {
@@ -397,6 +448,31 @@ mod tests {
             ..NodeCheck::default()
         };
         assert_eq!(problems(&[tls(0), tls(1), down(2)], 2).len(), 3);
+    }
+
+    #[test]
+    fn a_command_the_provider_disables_is_a_refused_probe_not_an_outage() {
+        use crate::failure::NodeFailure;
+        for message in [
+            "ERR unknown command 'ROLE', with args beginning with: ",
+            "ERR unknown command `CONFIG`, with args beginning with: `GET`, `maxmemory-policy`, ",
+            "ERR unknown subcommand 'GET'. Try CONFIG HELP.",
+        ] {
+            let failure = NodeFailure::new(FailureKind::Other, message);
+            let problem = classify(0, "n0", "role", NodeError::Failed(failure));
+            let problem = refused_probe(problem, "role");
+            assert!(
+                matches!(&problem, NodeProblem::Unchecked { command, .. } if command == "role"),
+                "{message}: {problem:?}"
+            );
+            assert!(problem.is_warning());
+        }
+        let down = NodeFailure::new(FailureKind::ConnectionRefused, "Connection refused");
+        let problem = refused_probe(classify(0, "n0", "role", NodeError::Failed(down)), "role");
+        assert!(
+            matches!(problem, NodeProblem::Unreachable { .. }),
+            "{problem:?}"
+        );
     }
 
     #[test]

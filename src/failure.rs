@@ -179,7 +179,10 @@ fn kind_of(e: &RedisError, message: &str) -> FailureKind {
         _ => {}
     }
     if is_script_denied(message) {
-        return FailureKind::NoPermission { command: None };
+        // Valkey (and Redis 7.2+) name the command; Redis 6.2 and 7.0 do not.
+        return FailureKind::NoPermission {
+            command: quoted_command(message),
+        };
     }
     if message.contains("NOAUTH") || message.contains("WRONGPASS") {
         return FailureKind::Auth;
@@ -197,11 +200,24 @@ fn kind_of(e: &RedisError, message: &str) -> FailureKind {
 }
 
 /// True for the error a script gets when it calls a command, or touches a
-/// key, that the ACL forbids: Redis 7 does not name the command then.
+/// key or channel, that the ACL forbids, in the words of each server:
+/// Redis 6.2 and 7.0 (`The user executing the script can't run this
+/// command or subcommand`, no name), Redis 7.2+ and Valkey (`ACL failure
+/// in script: User ... has no permissions to run the 'pexpire' command`),
+/// and the refusal of a script's declared keys (`NOPERM`).
 pub(crate) fn is_script_denied(message: &str) -> bool {
-    message.contains("can't run this command or subcommand")
-        || message.contains("no permissions to access one of the keys")
-        || message.contains("no permissions to access one of the channels")
+    [
+        "can't run this command or subcommand",
+        "can't access at least one of the keys",
+        "can't publish to the channel",
+        "ACL failure in script",
+        "no permissions to access one of the keys",
+        "no permissions to access one of the channels",
+        "No permissions to access a key",
+        "No permissions to access a channel",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
 }
 
 /// The command in `NOPERM this user has no permissions to run the 'role'
@@ -268,6 +284,24 @@ mod tests {
             NodeFailure::from_redis(&e).kind(),
             &FailureKind::NoPermission { command: None }
         );
+    }
+
+    #[test]
+    fn valkey_names_the_command_a_script_may_not_run() {
+        // Valkey 8 and 9 (and Redis 7.2) word a refusal inside a script so.
+        let e = server(
+            "ERR",
+            "ACL failure in script: User locker has no permissions to run the 'pexpire' \
+             command script: 7282ccf73c46a4672b663d324d195f26c0a61fbc, on @user_script:8.",
+        );
+        let failure = NodeFailure::from_redis(&e);
+        assert_eq!(
+            failure.kind(),
+            &FailureKind::NoPermission {
+                command: Some("pexpire".into())
+            }
+        );
+        assert!(failure.is_misconfiguration());
     }
 
     #[test]

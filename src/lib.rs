@@ -3,6 +3,26 @@
 //! A distributed lock that survives the loss of Redis nodes: the Redlock
 //! algorithm over N independent Redis masters, done carefully.
 //!
+//! ## Which call do I use
+//!
+//! | I want to | call |
+//! |---|---|
+//! | take a lock, waiting (retries, woken by releases) | [`Redlock::lock`] |
+//! | take it only if free now (a cron job every host starts) | [`Redlock::try_lock`], or [`Redlock::try_with_lock`] around a job |
+//! | run a job under a lock kept alive, cancelled if it is lost | [`Redlock::with_lock`] |
+//! | wait at most a deadline, or other per-call settings | [`Redlock::lock_with`] and [`LockOptions`] |
+//! | several resources at once, all or none | [`Redlock::lock_many`] |
+//! | take it again while the same owner holds it | [`Redlock::lock_reentrant`] |
+//! | a token the protected store can check against stale holders | [`Config::with_fencing`], [`LockGuard::fencing_token`] |
+//! | keep a held lock longer | [`LockGuard::extend`], or [`LockGuard::auto_extend`] and [`LockGuard::lost`] |
+//! | give it back (and know whether exclusivity held) | [`LockGuard::release`] |
+//! | survive node restarts without `appendfsync always` | [`Config::with_restart_guard`], [`Redlock::init_nodes`] |
+//! | check the nodes at boot | [`Redlock::check`], [`Redlock::check_report`] |
+//! | see who holds a lock | [`Redlock::inspect`] |
+//! | let background releases finish before the runtime ends | [`Redlock::shutdown`] |
+//! | tell contention from an outage in an error | [`Error::NotAcquired`], [`Attempts`] |
+//! | test against local nodes with faults | `testkit::LocalCluster` (feature `testkit`) |
+//!
 //! A [`Redlock`] sends `SET key value NX PX ttl` to every node at once, the
 //! round bounded by the node timeout, and decides as soon as a quorum
 //! (`N/2 + 1` by default) has granted the lock, or as soon as a quorum has
@@ -253,17 +273,8 @@
 //! with no runtime to release it). Lock values and credentials are never
 //! recorded; nodes are named by address.
 //!
-//! ## Layout
-//!
-//! The modules stand on five floors; each uses only the floors below it.
-//!
-//! | floor | modules | what |
-//! |---|---|---|
-//! | 4, faces | `redlock`, `guard`, `watchdog` | [`Redlock`], [`LockGuard`], the auto-extension task |
-//! | 3, the lock | `lock` (`acquire`, `fenced`, `extend`, `release`, `held`) | the steps of the algorithm on a `Held` lock |
-//! | 2, N nodes | `quorum`, `check`, `inspect`, `handoff`, `background` | fan-out and tally, start-up checks, inspection, release notifications, background tasks |
-//! | 1, one node | `node` (`commands`, `scripts`, `guard`, `tls`, `observe`) | a connection with a timeout, every lock command and Lua script, the restart guard, per-node reporting |
-//! | 0, vocabulary | `config`, `options`, `error`, `failure`, `problem`, `ttl`, `keys`, `value`, `spans`, `metrics` | settings, errors, TTL arithmetic, the key schema, lock values, span fields, metric names |
+//! How the source is laid out, for contributors, is in `ARCHITECTURE.md`
+//! in the repository.
 //!
 //! ## Features
 //!
@@ -291,6 +302,7 @@ mod attempts;
 mod config;
 #[cfg(feature = "sim")]
 mod controls;
+mod env;
 mod error;
 mod failure;
 mod keys;
@@ -332,6 +344,7 @@ pub use config::{
     DEFAULT_EXTEND_AT, DEFAULT_KEY_PREFIX, DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
+pub use env::{DEPRECATED_NODES_ENV, NODES_ENV, split_node_list};
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Reason, Result};
 pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;

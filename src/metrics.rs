@@ -5,10 +5,15 @@
 //! read, an atomic load and a call to the facade's no-op recorder;
 //! without the feature, nothing at all.
 //!
-//! Names follow OpenTelemetry's conventions (dots, durations in seconds);
-//! a Prometheus exporter shows `redquorum.lock.acquire.duration` as
-//! `redquorum_lock_acquire_duration`. Call [`describe`] once after
-//! installing the recorder to give each metric its unit and help text.
+//! Names follow OpenTelemetry's conventions (dots, durations in seconds,
+//! the unit as metadata). Call [`describe`] once after installing the
+//! recorder to give each metric its unit and help text: then
+//! `metrics-exporter-prometheus` with its recommended naming
+//! (`PrometheusBuilder::with_recommended_naming(true)`) shows the names
+//! Prometheus expects, the unit in the name and `_total` on counters:
+//! `redquorum.lock.acquire.duration` as
+//! `redquorum_lock_acquire_duration_seconds`, `redquorum.node.votes` as
+//! `redquorum_node_votes_total`.
 //!
 //! | name | kind | unit | labels | what |
 //! |---|---|---|---|---|
@@ -22,6 +27,7 @@
 //! | `redquorum.node.votes` | counter | {vote} | `server.address`, `server.port`, `db.operation.name`, `outcome` | each node answer, by outcome, the late ones (after the round was decided) included, so a hung or dead node shows even when the others decide every round without it: `granted`, `refused`, `timed_out`, `quarantined` (the restart guard refused the vote), `failed` |
 //! | `redquorum.node.call.duration` | histogram | s | `server.address`, `server.port`, `db.operation.name` | one call to one node, answered or timed out, late ones included |
 //! | `redquorum.node.misconfigured` | gauge | {problem} | `server.address`, `server.port` | problems the last start-up check found on the node, warnings left out (0 when none; an unreachable node is not counted) |
+//! | `redquorum.node.up` | gauge | | `server.address`, `server.port` | 1 when the node's last call (or start-up check) got an answer from the server, an error reply included; 0 when it timed out or the connection failed |
 //!
 //! `db.operation.name` is `acquire`, `fence` (the fencing write-back),
 //! `extend` or `release`. Cardinality is bounded: one series per node and
@@ -64,6 +70,8 @@ pub const NODE_VOTES: &str = "redquorum.node.votes";
 pub const NODE_CALL_DURATION: &str = "redquorum.node.call.duration";
 /// Problems the last start-up check found on a node (gauge).
 pub const NODE_MISCONFIGURED: &str = "redquorum.node.misconfigured";
+/// Whether the node answered its last call: 1 or 0 (gauge).
+pub const NODE_UP: &str = "redquorum.node.up";
 
 /// Gives every metric its unit and help text in the recorder installed
 /// now (a Prometheus exporter shows them as `# HELP` lines). Does nothing
@@ -98,6 +106,10 @@ pub fn describe() {
             NODE_MISCONFIGURED,
             Unit::Count,
             "Problems found on the node"
+        );
+        describe_gauge!(
+            NODE_UP,
+            "1 when the node answered its last call, 0 when it timed out or could not be reached"
         );
     }
 }
@@ -255,6 +267,8 @@ struct NodeKeys {
     calls: [&'static [::metrics::Label]; OPS.len()],
     /// The same with each vote `outcome`.
     votes: [[&'static [::metrics::Label]; VOTES.len()]; OPS.len()],
+    /// `server.address`, `server.port` alone.
+    node: &'static [::metrics::Label],
 }
 
 impl NodeLabels {
@@ -292,19 +306,23 @@ fn node_keys(server: &str) -> NodeKeys {
     NodeKeys {
         calls: OPS.map(|op| with(op, None)),
         votes: OPS.map(|op| VOTES.map(|vote| with(op, Some(vote)))),
+        node: leak(node_labels(server)),
     }
 }
 
 /// One call of `op` to the node labelled `node` took `elapsed` and ended
-/// in `vote`, whether or not its round had been decided by then.
+/// in `vote`, whether or not its round had been decided by then; `up`:
+/// the server answered (an error reply included).
 pub(crate) fn node_call(
     (op, node): (&'static str, &NodeLabels),
-    vote: &'static str,
+    (vote, up): (&'static str, bool),
     elapsed: Duration,
 ) {
     #[cfg(feature = "metrics")]
     {
         use ::metrics::Key;
+        let key = Key::from_static_labels(NODE_UP, node.keys.node);
+        ::metrics::with_recorder(|r| r.register_gauge(&key, &META).set(f64::from(u8::from(up))));
         let Some(o) = OPS.iter().position(|o| *o == op) else {
             return;
         };
@@ -320,9 +338,15 @@ pub(crate) fn node_call(
     }
 }
 
-/// Sets each reachable node's count of problems found by the start-up
-/// checks, warnings left out (an unreachable node keeps its last count).
+/// Sets each node's reachability, and each reachable node's count of
+/// problems found by the start-up checks, warnings left out (an
+/// unreachable node keeps its last count).
 pub(crate) fn checked(checks: &[crate::node_check::NodeCheck]) {
+    #[cfg(feature = "metrics")]
+    for check in checks {
+        ::metrics::gauge!(NODE_UP, node_labels(check.node()))
+            .set(f64::from(u8::from(check.reachable())));
+    }
     #[cfg(feature = "metrics")]
     for check in checks.iter().filter(|c| c.reachable()) {
         use crate::problem::NodeProblem;

@@ -155,7 +155,7 @@ impl fmt::Display for NodeOutcome {
 }
 
 /// One node's answer: which node, and what it said. Read from
-/// [`Attempts::nodes`]; shown as `127.0.0.1:7001: timed out`.
+/// [`Attempts::nodes`](crate::Attempts::nodes); shown as `127.0.0.1:7001: timed out`.
 ///
 /// ```no_run
 /// use redquorum::{Error, NodeOutcome};

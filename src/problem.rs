@@ -97,6 +97,20 @@ pub enum NodeProblem {
         /// What the TLS layer said.
         reason: String,
     },
+    /// A warning: one probe of the checks was refused, by the node's ACL or
+    /// by a managed service that disables the command (Aiven's `ROLE`,
+    /// ElastiCache's and Azure's `CONFIG`), so what it reads went
+    /// unchecked; the other probes still ran. Does not fail
+    /// [`Redlock::check`](crate::Redlock::check).
+    Unchecked {
+        /// Position in the node list.
+        index: usize,
+        /// Address, without credentials.
+        node: String,
+        /// The command refused, in lower case: `role`, `info` or
+        /// `config|get`.
+        command: String,
+    },
     /// A warning: the master has connected replicas. A failover to a
     /// replica that had not yet received the latest writes loses the locks
     /// (and fence counters) written last, and two clients can then hold one
@@ -177,6 +191,7 @@ impl NodeProblem {
             | NodeProblem::Cluster { index, .. }
             | NodeProblem::AclDenied { index, .. }
             | NodeProblem::Tls { index, .. }
+            | NodeProblem::Unchecked { index, .. }
             | NodeProblem::Replicas { index, .. }
             | NodeProblem::Persistence { index, .. }
             | NodeProblem::Quarantined { index, .. }
@@ -186,7 +201,7 @@ impl NodeProblem {
 
     /// True for the advice that does not fail
     /// [`Redlock::check`](crate::Redlock::check) (connected replicas,
-    /// persistence, a restart guard's quarantine): logged with
+    /// persistence, a restart guard's quarantine, a refused probe): logged with
     /// `tracing::warn!` and listed in
     /// [`Redlock::check_report`](crate::Redlock::check_report).
     ///
@@ -200,6 +215,7 @@ impl NodeProblem {
             NodeProblem::Replicas { .. }
                 | NodeProblem::Persistence { .. }
                 | NodeProblem::Quarantined { .. }
+                | NodeProblem::Unchecked { .. }
         )
     }
 }
@@ -278,6 +294,26 @@ impl fmt::Display for NodeProblem {
                 "node {index} ({node}): TLS failed ({reason}): check the CA the client \
                  trusts, the certificate's name, and that the port speaks TLS"
             ),
+            NodeProblem::Unchecked {
+                index,
+                node,
+                command,
+            } => {
+                let (what, unseen) = match command.as_str() {
+                    "role" => ("its role", "a replica or a master with replicas"),
+                    "info" => (
+                        "its run_id and cluster mode",
+                        "two URLs of one server or a cluster node",
+                    ),
+                    _ => ("its maxmemory-policy and persistence", "an evicting policy"),
+                };
+                write!(
+                    f,
+                    "node {index} ({node}): could not check {what} (refused by ACL or the \
+                     provider): {unseen} would go unnoticed; allow it where you can \
+                     (ACL SETUSER <user> +{command})"
+                )
+            }
             NodeProblem::Replicas {
                 index,
                 node,

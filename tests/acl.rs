@@ -7,53 +7,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use redquorum::testkit::LocalCluster;
+use common::acl::{locker_urls, setuser, user};
 use redquorum::{Error, FailureKind, LockOptions, NodeOutcome, NodeProblem};
 
 const TTL: Duration = Duration::from_secs(10);
-const PASSWORD: &str = "CHANGE-ME";
-
-/// The `ACL SETUSER` arguments of one feature's line in docs/deployment.md.
-fn documented(feature: &str) -> Vec<String> {
-    let doc = include_str!("../docs/deployment.md");
-    let line = doc
-        .lines()
-        .find(|l| l.starts_with(&format!("{feature}:")))
-        .unwrap_or_else(|| panic!("docs/deployment.md has no {feature}: line"));
-    let args = line
-        .split_once("ACL SETUSER ")
-        .map(|(_, args)| args)
-        .unwrap_or_else(|| panic!("{feature}: line has no ACL SETUSER"));
-    args.split_whitespace().map(str::to_owned).collect()
-}
-
-/// Runs `ACL SETUSER` with `args` on nodes `on` (as the default user).
-fn setuser(cluster: &LocalCluster, on: &[usize], args: &[String]) {
-    for &i in on {
-        let mut cmd = redis::cmd("ACL");
-        cmd.arg("SETUSER").arg(args);
-        if let Err(e) = common::query::<()>(&cluster.direct_url(i), &cmd) {
-            panic!("ACL SETUSER {args:?} on node {i}: {e}");
-        }
-    }
-}
-
-/// Creates `locker` from the documented lines of `features` on every node.
-fn user(cluster: &LocalCluster, features: &[&str]) {
-    let all: Vec<usize> = (0..cluster.len()).collect();
-    for feature in features {
-        setuser(cluster, &all, &documented(feature));
-    }
-}
-
-/// The cluster's URLs, logging in as `locker`.
-fn locker_urls(cluster: &LocalCluster) -> Vec<String> {
-    cluster
-        .urls()
-        .iter()
-        .map(|u| u.replace("redis://", &format!("redis://locker:{PASSWORD}@")))
-        .collect()
-}
 
 fn failures(err: &Error) -> Vec<FailureKind> {
     match err {
@@ -127,7 +84,7 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
 }
 
 #[tokio::test]
-async fn the_core_user_alone_locks_and_the_checks_name_the_command_to_allow() {
+async fn the_core_user_alone_locks_and_the_checks_name_what_they_could_not_check() {
     let cluster = common::cluster(3);
     user(&cluster, &["core"]);
     let redlock = common::redlock(&locker_urls(&cluster), common::fast_config());
@@ -144,18 +101,19 @@ async fn the_core_user_alone_locks_and_the_checks_name_the_command_to_allow() {
     assert!(kinds.len() >= 2, "{err}");
     assert!(kinds.iter().all(|k| *k == denied("time")), "{kinds:?}");
 
-    match redlock.check().await {
-        Err(Error::Misconfigured(problems)) => {
-            assert_eq!(problems.len(), 3, "{problems:?}");
-            for p in &problems {
-                assert!(
-                    matches!(p, NodeProblem::AclDenied { command, .. } if command == "role"),
-                    "{p}"
-                );
-                assert!(p.to_string().contains("+role"), "{p}");
-            }
-        }
-        other => panic!("expected the ACL to be reported, got {other:?}"),
+    // The checks degrade: each refused probe is a warning naming what
+    // to allow, and the check passes.
+    redlock.check().await.expect("refused probes are warnings");
+    for row in redlock.check_report().await {
+        let role = row
+            .problems()
+            .iter()
+            .find(|p| matches!(p, NodeProblem::Unchecked { command, .. } if command == "role"))
+            .unwrap_or_else(|| panic!("{:?}", row.problems()));
+        assert!(
+            role.is_warning() && role.to_string().contains("+role"),
+            "{role}"
+        );
     }
     let rows = redlock.check_report().await;
     assert!(

@@ -45,6 +45,8 @@ fn redquorum_with_timeout(urls: &[String], node_timeout: &str) -> Command {
 fn bare() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
     command
+        .env_remove("REDQUORUM_NODES")
+        .env_remove("REDQUORUM_NODES_FILE")
         .env_remove("REDLOCK_NODES")
         .env_remove("REDLOCK_NODES_FILE")
         .env_remove("REDQUORUM_PASSWORD");
@@ -566,7 +568,7 @@ fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
     no_nodes.arg("check");
     let (code, _, err) = output(no_nodes);
     assert_eq!(code, Some(EX_USAGE), "{err}");
-    assert!(err.contains("REDLOCK_NODES"), "{err}");
+    assert!(err.contains("REDQUORUM_NODES"), "{err}");
 
     let mut bad_url = redquorum(&["http://example".to_owned()]);
     bad_url.arg("check");
@@ -585,15 +587,80 @@ fn bad_flags_and_missing_nodes_are_usage_errors_with_clear_messages() {
 }
 
 #[test]
-fn nodes_come_from_redlock_nodes_when_no_flag_is_given() {
+fn messages_name_command_line_flags_not_library_calls() {
+    let nodes = cluster(3);
+    // The test nodes run without AOF: the persistence advice names the
+    // restart guard.
+    let mut check = redquorum(&nodes.urls());
+    check.arg("check");
+    let (code, out, err) = output(check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("--restart-guard"), "{out}");
+    assert!(
+        !out.contains("Config::") && !out.contains("Redlock::"),
+        "{out}"
+    );
+    let mut json = redquorum(&nodes.urls());
+    json.args(["check", "--json"]);
+    let (_, out, _) = output(json);
+    assert!(
+        out.contains("--restart-guard") && !out.contains("Config::"),
+        "{out}"
+    );
+
+    let mut run = redquorum(&nodes.urls());
+    run.args([
+        "--restart-guard",
+        "1s",
+        "run",
+        "--resource",
+        "flags",
+        "--ttl",
+        "5s",
+        "--",
+        "true",
+    ]);
+    let (code, _, err) = output(run);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--restart-guard") && !err.contains("Config::"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nodes_come_from_redquorum_nodes_when_no_flag_is_given() {
     let nodes = cluster(3);
     let mut check = bare();
     check
-        .env("REDLOCK_NODES", nodes.urls().join(","))
+        .env("REDQUORUM_NODES", nodes.urls().join(","))
         .args(["--node-timeout", "1s", "check"]);
     let (code, out, err) = output(check);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("3 nodes, quorum 2"), "{out}");
+    assert!(!err.contains("deprecated"), "{err}");
+}
+
+#[test]
+fn the_old_redlock_nodes_still_works_with_a_deprecation_warning_and_the_new_name_wins() {
+    let nodes = cluster(3);
+    let mut old = bare();
+    old.env("REDLOCK_NODES", nodes.urls().join(","))
+        .args(["--node-timeout", "1s", "check"]);
+    let (code, out, err) = output(old);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("REDLOCK_NODES is deprecated") && err.contains("REDQUORUM_NODES"),
+        "{err}"
+    );
+    // Both set: the new name is used (the old one names no usable node).
+    let mut both = bare();
+    both.env("REDQUORUM_NODES", nodes.urls().join(","))
+        .env("REDLOCK_NODES", "redis://127.0.0.1:1/")
+        .args(["--node-timeout", "1s", "check"]);
+    let (code, out, err) = output(both);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!err.contains("deprecated"), "{err}");
 }
 
 #[test]
@@ -1376,21 +1443,21 @@ fn a_nodes_file_skips_comments_and_blank_lines_and_takes_the_place_of_the_list()
     });
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("3 nodes, quorum 2: 3 ok"), "{out}");
-    // From the environment, and the flag over REDLOCK_NODES.
+    // From the environment, and the flag over REDQUORUM_NODES.
     let (code, out, err) = check(&|c| {
-        c.env("REDLOCK_NODES_FILE", file.path());
+        c.env("REDQUORUM_NODES_FILE", file.path());
     });
     assert_eq!(code, Some(0), "{out}{err}");
     let (code, out, err) = check(&|c| {
-        c.env("REDLOCK_NODES", "redis://127.0.0.1:1/")
+        c.env("REDQUORUM_NODES", "redis://127.0.0.1:1/")
             .args(["--nodes-file", file.path()]);
     });
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("3 nodes, quorum 2"), "{out}");
     // Both variables: which one was meant?
     let (code, _, err) = check(&|c| {
-        c.env("REDLOCK_NODES_FILE", file.path())
-            .env("REDLOCK_NODES", urls.join(","));
+        c.env("REDQUORUM_NODES_FILE", file.path())
+            .env("REDQUORUM_NODES", urls.join(","));
     });
     assert_eq!(code, Some(EX_USAGE), "{err}");
     assert!(err.contains("unset one"), "{err}");
@@ -1642,8 +1709,8 @@ fn the_readme_cron_recipe_mails_an_outage_but_not_a_lost_race() {
             .env("PATH", "/usr/bin:/bin");
         for (name, value) in &vars {
             match name.as_str() {
-                "REDLOCK_NODES_FILE" => command.env(name, file.path()),
-                "REDLOCK_NODES" => command.env(name, nodes.urls().join(",")),
+                "REDQUORUM_NODES_FILE" => command.env(name, file.path()),
+                "REDQUORUM_NODES" => command.env(name, nodes.urls().join(",")),
                 "MAILTO" => command.env(name, value),
                 other => panic!("the cron recipe sets {other}, which this test does not know"),
             };

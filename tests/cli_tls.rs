@@ -78,6 +78,8 @@ impl Drop for PemFiles {
 fn redquorum(cluster: &LocalCluster) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redquorum"));
     for var in [
+        "REDQUORUM_NODES",
+        "REDQUORUM_NODES_FILE",
         "REDLOCK_NODES",
         "REDLOCK_NODES_FILE",
         "REDQUORUM_PASSWORD",

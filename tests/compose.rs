@@ -16,14 +16,14 @@ fn strings(yaml: &Yaml) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The `REDLOCK_NODES=...` value the README gives.
+/// The `REDQUORUM_NODES=...` value the README gives.
 fn readme_nodes() -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .expect("README.md is readable");
     let line = readme
         .lines()
-        .find_map(|l| l.split("REDLOCK_NODES=").nth(1))
-        .expect("the README shows REDLOCK_NODES=...");
+        .find_map(|l| l.split("REDQUORUM_NODES=").nth(1))
+        .expect("the README shows REDQUORUM_NODES=...");
     let value = line.split_whitespace().next().unwrap_or_default();
     value.split(',').map(str::to_owned).collect()
 }
@@ -36,7 +36,11 @@ fn compose_runs_five_redis7_masters_without_persistence_and_with_healthchecks() 
     let mut host_ports = Vec::new();
     for (name, service) in services {
         let name = name.as_str().unwrap_or("?");
-        assert_eq!(service["image"].as_str(), Some("redis:7"), "{name}: image");
+        assert_eq!(
+            service["image"].as_str(),
+            Some("redis:7.0.15"),
+            "{name}: image"
+        );
         let command = strings(&service["command"]);
         let joined = command.join(" ");
         assert!(

@@ -466,6 +466,7 @@ fn the_readme_and_the_module_docs_list_every_metric() {
         NODE_VOTES,
         NODE_CALL_DURATION,
         NODE_MISCONFIGURED,
+        NODE_UP,
     ];
     for name in names {
         assert!(

@@ -36,9 +36,11 @@ fn port_of(url: &str) -> u16 {
 }
 
 /// `true` while a `redis-server` process (even a zombie) has this pid.
+/// True while `pid` is a live server process (Redis or Valkey, whichever
+/// `REDIS_SERVER_BIN` selects).
 fn redis_process_exists(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.contains("(redis-server)"),
+        Ok(stat) => stat.contains("(redis-server)") || stat.contains("(valkey-server)"),
         Err(_) => false,
     }
 }

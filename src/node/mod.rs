@@ -9,6 +9,8 @@ pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod guard;
 pub(crate) mod link;
+#[cfg(test)]
+mod lua_portable;
 pub(crate) mod observe;
 pub(crate) mod reentrant;
 pub(crate) mod scripts;
@@ -236,16 +238,21 @@ impl Node {
         Ok(Link::Real(manager))
     }
 
-    /// Asks the node which of `script`'s commands its ACL forbids on `keys`,
-    /// and names it in `failure`. Left as it is when the node cannot say.
+    /// Names the command of `script` that the ACL refused in `failure`: from
+    /// the error when it tells (see [`acl`]), else by asking the node which
+    /// of the script's commands its ACL forbids on `keys`; when neither
+    /// can, the failure lists the commands it may be.
     pub(super) async fn diagnose(
         &self,
         script: &Lua,
         keys: &[String],
         failure: NodeFailure,
     ) -> NodeFailure {
+        if let Some(named) = acl::named(script, &failure) {
+            return named;
+        }
         let Ok(mut conn) = self.connection() else {
-            return failure;
+            return acl::unnamed(script, failure);
         };
         let mut invocation = DIAGNOSE.prepare_invoke();
         for key in keys {
@@ -271,7 +278,7 @@ impl Node {
                     message,
                 )
             }
-            _ => failure,
+            _ => acl::unnamed(script, failure),
         }
     }
 

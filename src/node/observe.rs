@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{Node, NodeError, NodeResult};
 use crate::error::NodeOutcome;
+use crate::failure::FailureKind;
 use crate::{metrics, spans};
 
 /// Reports `node`'s `answer` to one call of a round (`granted` says which
@@ -25,6 +26,20 @@ pub(crate) fn answered<T>(
         Err(e @ NodeError::Quarantined(_)) => (e.outcome(), "quarantined"),
         Err(e) => (e.outcome(), "failed"),
     };
+    let up = match answer {
+        // The node answered: a refusal of the restart guard is an answer.
+        Ok(_)
+        | Err(
+            NodeError::Quarantined(_)
+            | NodeError::QuarantineMismatch { .. }
+            | NodeError::CountersUnknown,
+        ) => true,
+        Err(NodeError::TimedOut) => false,
+        Err(NodeError::Failed(failure)) => !matches!(
+            failure.kind(),
+            FailureKind::ConnectionRefused | FailureKind::Io | FailureKind::Tls
+        ),
+    };
     let error = answer.as_ref().err().map(error_type);
     spans::node_answer(
         op,
@@ -33,7 +48,7 @@ pub(crate) fn answered<T>(
         error.as_deref(),
         (elapsed, late),
     );
-    metrics::node_call((op, &node.labels), vote, elapsed);
+    metrics::node_call((op, &node.labels), (vote, up), elapsed);
     outcome
 }
 

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Redlock;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::lock;

@@ -1,6 +1,7 @@
 //! [`Redlock`]: the public face of the lock: construction, settings,
 //! start-up checks and shutdown here, the locking calls in [`locking`].
 
+mod from_env;
 mod jobs;
 mod locking;
 mod quarantine;

@@ -1,12 +1,14 @@
-//! [`Nodes`]: the nodes of `REDLOCK_NODES` when set, local ones otherwise.
+//! [`Nodes`]: the nodes of `REDQUORUM_NODES` when set, local ones otherwise.
 
 use super::{LocalCluster, TestkitError};
 
-/// The environment variable naming external nodes (comma-separated URLs),
-/// e.g. the five of `docker-compose.yml`.
-pub const REDLOCK_NODES_ENV: &str = "REDLOCK_NODES";
+/// The old name of the environment variable naming external nodes, still
+/// read (with a deprecation warning) while `REDQUORUM_NODES`
+/// ([`NODES_ENV`](crate::NODES_ENV)) is unset.
+pub const REDLOCK_NODES_ENV: &str = crate::env::DEPRECATED_NODES_ENV;
 
-/// Nodes to run against: those named by `REDLOCK_NODES`, or `n` local
+/// Nodes to run against: those named by `REDQUORUM_NODES` (comma-separated
+/// URLs, e.g. the five of `docker-compose.yml`), or `n` local
 /// `redis-server` processes (killed on drop) when it is unset or empty.
 /// Fault injection needs [`Nodes::local`].
 ///
@@ -24,25 +26,25 @@ pub const REDLOCK_NODES_ENV: &str = "REDLOCK_NODES";
 pub enum Nodes {
     /// Local redis-server processes, each behind a fault proxy.
     Local(LocalCluster),
-    /// External nodes, from `REDLOCK_NODES`.
+    /// External nodes, from `REDQUORUM_NODES`.
     External(Vec<String>),
 }
 
 impl Nodes {
-    /// Reads `REDLOCK_NODES`, or starts `n` local nodes.
+    /// Reads `REDQUORUM_NODES` (or the deprecated `REDLOCK_NODES`, with a
+    /// warning on stderr), or starts `n` local nodes.
     ///
     /// # Errors
     ///
     /// As [`LocalCluster::start`] when local nodes are started.
     pub fn from_env(n: usize) -> Result<Nodes, TestkitError> {
-        match std::env::var(REDLOCK_NODES_ENV) {
-            Ok(list) if !list.trim().is_empty() => Ok(Nodes::External(
-                list.split(',')
-                    .map(|u| u.trim().to_owned())
-                    .filter(|u| !u.is_empty())
-                    .collect(),
-            )),
-            _ => LocalCluster::start(n).map(Nodes::Local),
+        let found = crate::env::nodes_var(
+            |name| std::env::var(name).ok(),
+            |warning| eprintln!("redquorum testkit: {warning}"),
+        );
+        match found {
+            Some((list, _)) => Ok(Nodes::External(crate::env::split_node_list(&list))),
+            None => LocalCluster::start(n).map(Nodes::Local),
         }
     }
 

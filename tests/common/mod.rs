@@ -2,6 +2,7 @@
 //! inspection, and the mutual-exclusion checker.
 #![allow(dead_code)]
 
+pub mod acl;
 pub mod workload;
 
 use std::time::Duration;
@@ -18,7 +19,7 @@ pub fn cluster(n: usize) -> LocalCluster {
     }
 }
 
-/// Nodes for tests that need no fault injection: those of `REDLOCK_NODES`
+/// Nodes for tests that need no fault injection: those of `REDQUORUM_NODES`
 /// when set, five local nodes otherwise.
 pub use redquorum::testkit::Nodes;
 

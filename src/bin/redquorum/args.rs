@@ -14,7 +14,7 @@ use crate::{EX_TEMPFAIL, duration, help};
 #[command(name = "redquorum", version, after_help = help::TOP)]
 pub struct Cli {
     /// Redis masters, comma-separated URLs (redis://[user[:password]@]host:port[/db]);
-    /// else from --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES.
+    /// else from --nodes-file, REDQUORUM_NODES_FILE or REDQUORUM_NODES.
     #[arg(
         long,
         value_delimiter = ',',

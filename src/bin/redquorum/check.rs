@@ -5,6 +5,7 @@
 use redquorum::{NodeCheck, NodeProblem, Redlock};
 
 use crate::json::Json;
+use crate::words::cli_words;
 use crate::{DEGRADED, EX_CONFIG, EX_UNAVAILABLE, Exit, duration, table};
 
 /// Version of the JSON layout; bumped when a field changes meaning or goes.
@@ -110,7 +111,7 @@ fn print_table(checks: &[NodeCheck], verdict: &Verdict) {
                 .problems()
                 .iter()
                 .filter(|p| !p.is_warning())
-                .map(ToString::to_string)
+                .map(|p| cli_words(&p.to_string()))
                 .collect();
             let status = if texts.is_empty() {
                 "ok".to_owned()
@@ -136,7 +137,7 @@ fn print_table(checks: &[NodeCheck], verdict: &Verdict) {
         .flat_map(|c| c.problems())
         .filter(|p| p.is_warning())
     {
-        println!("warning: {warning}");
+        println!("warning: {}", cli_words(&warning.to_string()));
     }
     let Verdict {
         nodes,
@@ -171,6 +172,7 @@ fn kind(problem: &NodeProblem) -> &'static str {
         NodeProblem::Persistence { .. } => "persistence",
         NodeProblem::Quarantined { .. } => "quarantined",
         NodeProblem::QuarantineMismatch { .. } => "quarantine_mismatch",
+        NodeProblem::Unchecked { .. } => "unchecked",
         _ => "other",
     }
 }
@@ -183,7 +185,7 @@ fn node_json(c: &NodeCheck) -> Json {
             Json::Object(vec![
                 ("kind", Json::str(kind(p))),
                 ("warning", Json::Bool(p.is_warning())),
-                ("message", Json::str(p.to_string())),
+                ("message", Json::str(cli_words(&p.to_string()))),
             ])
         })
         .collect();

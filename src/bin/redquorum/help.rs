@@ -3,8 +3,10 @@
 
 /// After the top-level `--help`.
 pub const TOP: &str = "\
-Nodes come from --nodes, --nodes-file, REDLOCK_NODES_FILE or REDLOCK_NODES
-(in that order; the two variables together are an error). A nodes file has
+Nodes come from --nodes, --nodes-file, REDQUORUM_NODES_FILE or
+REDQUORUM_NODES (in that order; the two variables together are an error;
+the old names REDLOCK_NODES_FILE and REDLOCK_NODES are still read, with a
+warning). A nodes file has
 one URL a line; blank lines and # comments are skipped. REDQUORUM_PASSWORD,
 when set, is the password of every node URL that has none of its own, so
 that neither ps nor a cron line shows it. redquorum never prints a password
@@ -17,7 +19,7 @@ certificate; or REDQUORUM_TLS_CA, REDQUORUM_TLS_CERT, REDQUORUM_TLS_KEY.
 Examples:
   # Run a nightly job on at most one host of the fleet; skip it quietly
   # (exit 0) if another host has it, fail loudly if the nodes are down:
-  export REDLOCK_NODES_FILE=/etc/redquorum/nodes
+  export REDQUORUM_NODES_FILE=/etc/redquorum/nodes
   redquorum run --resource nightly-export --no-wait --quiet --conflict-exit-code 0 -- /usr/local/bin/export --full
 
   # Wait up to 2 minutes for the lock, hold it with a 30 s TTL kept alive while the job runs:

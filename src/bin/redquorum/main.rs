@@ -17,6 +17,7 @@ mod signals;
 mod status;
 mod table;
 mod tls;
+mod words;
 
 use std::process::ExitCode;
 
@@ -64,7 +65,7 @@ impl Exit {
     pub fn error(code: i32, message: String) -> Exit {
         Exit {
             code,
-            message: Some(message),
+            message: Some(words::cli_words(&message)),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Where the node URLs come from (`--nodes`, `--nodes-file`,
-//! `REDLOCK_NODES_FILE`, `REDLOCK_NODES`) and the password that
+//! `REDQUORUM_NODES_FILE`, `REDQUORUM_NODES`; the old `REDLOCK_*` names
+//! with a deprecation warning) and the password that
 //! `REDQUORUM_PASSWORD` gives to URLs without one. Nothing here ever
 //! prints a URL: it may carry a password.
 
@@ -10,9 +11,13 @@ use std::path::{Path, PathBuf};
 use crate::{EX_CONFIG, EX_USAGE, Exit};
 
 /// The variable holding a nodes file's path.
-pub const NODES_FILE_VAR: &str = "REDLOCK_NODES_FILE";
+pub const NODES_FILE_VAR: &str = "REDQUORUM_NODES_FILE";
+/// Its old name, read with a deprecation warning while it is unset.
+const OLD_NODES_FILE_VAR: &str = "REDLOCK_NODES_FILE";
 /// The variable holding comma-separated node URLs.
-pub const NODES_VAR: &str = "REDLOCK_NODES";
+pub const NODES_VAR: &str = redquorum::NODES_ENV;
+/// Its old name, read with a deprecation warning while it is unset.
+const OLD_NODES_VAR: &str = redquorum::DEPRECATED_NODES_ENV;
 /// The variable holding the password of URLs without one.
 pub const PASSWORD_VAR: &str = "REDQUORUM_PASSWORD";
 
@@ -20,28 +25,40 @@ pub const PASSWORD_VAR: &str = "REDQUORUM_PASSWORD";
 /// the resolution do not touch the process's environment).
 #[derive(Debug, Default)]
 pub struct Env {
-    /// `REDLOCK_NODES_FILE`.
+    /// `REDQUORUM_NODES_FILE` (or `REDLOCK_NODES_FILE`).
     pub nodes_file: Option<OsString>,
-    /// `REDLOCK_NODES`.
+    /// `REDQUORUM_NODES` (or `REDLOCK_NODES`).
     pub nodes: Option<OsString>,
     /// `REDQUORUM_PASSWORD`.
     pub password: Option<OsString>,
 }
 
 impl Env {
-    /// The process's environment; empty variables count as unset.
+    /// The process's environment; empty variables count as unset. An old
+    /// `REDLOCK_*` name is read while its `REDQUORUM_*` name is unset, with
+    /// a deprecation warning on stderr.
     pub fn read() -> Env {
         let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        let renamed = |new, old| {
+            var(new).or_else(|| {
+                let value = var(old)?;
+                eprintln!(
+                    "redquorum: warning: {old} is deprecated: rename it to {new} (it is read \
+                     only while {new} is unset)"
+                );
+                Some(value)
+            })
+        };
         Env {
-            nodes_file: var(NODES_FILE_VAR),
-            nodes: var(NODES_VAR),
+            nodes_file: renamed(NODES_FILE_VAR, OLD_NODES_FILE_VAR),
+            nodes: renamed(NODES_VAR, OLD_NODES_VAR),
             password: var(PASSWORD_VAR),
         }
     }
 }
 
 /// The node URLs to use: `--nodes`, else `--nodes-file`, else the file
-/// named by `REDLOCK_NODES_FILE`, else `REDLOCK_NODES` (setting both
+/// named by `REDQUORUM_NODES_FILE`, else `REDQUORUM_NODES` (setting both
 /// variables is an error), each given `REDQUORUM_PASSWORD` if it has no
 /// password of its own.
 ///

@@ -8,9 +8,9 @@
 //! holds, one per node with its state, the faults, and the verdict.
 //!
 //! ```sh
-//! bash scripts/demo.sh                 # five local redis-server nodes
+//! bash scripts/demo.sh                 # five local redis-server nodes (cargo run --profile demo -p redquorum-demo)
 //! bash scripts/demo.sh --svg docs/demo-timeline.svg   # and draw the run
-//! REDLOCK_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
+//! REDQUORUM_NODES=redis://127.0.0.1:7001,... bash scripts/demo.sh   # your nodes (no kills)
 //! ```
 
 use std::time::Duration;
