@@ -40,9 +40,22 @@ async fn inspect_shows_the_label_ttl_and_counter_of_the_holder_but_never_its_val
     );
     guard.release().await.expect("release");
 
-    let seen = redlock.inspect(&resource).await.expect("inspect");
+    // The release returns once a quorum deleted the key: the last delete
+    // may still be on its way (under load, seen as one node still held).
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(2);
+    let seen = loop {
+        let seen = redlock.inspect(&resource).await.expect("inspect");
+        let free = seen.nodes().iter().all(|v| *v.hold() == NodeHold::Free);
+        if free || tokio::time::Instant::now() >= give_up {
+            break seen;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(seen.holder(), None);
-    assert!(seen.nodes().iter().all(|v| *v.hold() == NodeHold::Free));
+    assert!(
+        seen.nodes().iter().all(|v| *v.hold() == NodeHold::Free),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]
