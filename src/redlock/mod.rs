@@ -150,6 +150,7 @@ impl Redlock {
                 passed: std::sync::atomic::AtomicBool::new(false),
                 handoff,
                 background: Background::default(),
+                pending: crate::lock::Pending::default(),
             }),
         })
     }
