@@ -94,3 +94,125 @@ async fn a_failed_attempt_lost_at_once_answers_at_once_with_a_node_hung() {
     );
     resume_and_check(&cluster, &redlock, &resource, &held).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_of_the_same_lock_is_not_refused_by_the_failed_attempts_own_keys() {
+    // Every node's vote is needed; nodes 1 and 2 answer 40 ms after a
+    // call, so the clean-up's delete there waits for the attempt's SET to
+    // be answered before it is sent. The retry comes 15 ms after the
+    // failure, before that, and must follow the delete, not overtake it.
+    let cluster = cluster(3);
+    let config = Config::default()
+        .with_quorum(3)
+        .with_retry_count(1)
+        .with_retry_delay(Duration::from_millis(15))
+        .with_retry_jitter(Duration::ZERO)
+        .with_release_notifications(false)
+        .with_node_timeout(TIMEOUT);
+    let redlock = redlock(&cluster.urls(), config);
+    warm_up(&redlock).await;
+    let direct = cluster.direct_urls();
+    for i in [1, 2] {
+        cluster.set_proxy(
+            i,
+            redquorum::testkit::ProxyMode::Delay(Duration::from_millis(20)),
+        );
+    }
+    for round in 0..3 {
+        let resource = unique(&format!("again-{round}"));
+        // Node 0 refuses the first attempt (lost at once, nodes 1 and 2
+        // still granting) and is free again for the retry.
+        set(
+            &direct[0],
+            &key(&resource),
+            "another-owner",
+            Duration::from_millis(10),
+        );
+        match redlock.lock(&resource, TTL).await {
+            Ok(guard) => guard.release().await.unwrap(),
+            Err(e) => {
+                panic!("round {round}: the retry was refused by the failed attempt's own keys: {e}")
+            }
+        }
+    }
+    redlock.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_follows_a_clean_up_whose_node_had_forgotten_its_scripts() {
+    // As above, with nodes whose script cache was just emptied (a restart,
+    // SCRIPT FLUSH) and a lock of two resources, which is a script: the
+    // attempt's call there is answered NOSCRIPT and sent again; the
+    // clean-up's delete that follows must not need a second trip of its
+    // own, which the retry, sent once the delete was handed over, would
+    // overtake.
+    let cluster = cluster(3);
+    let config = Config::default()
+        .with_quorum(3)
+        .with_retry_count(1)
+        .with_retry_delay(Duration::from_millis(15))
+        .with_retry_jitter(Duration::ZERO)
+        .with_release_notifications(false)
+        .with_node_timeout(TIMEOUT);
+    let redlock = redlock(&cluster.urls(), config);
+    warm_up(&redlock).await;
+    let direct = cluster.direct_urls();
+    for i in [1, 2] {
+        cluster.set_proxy(
+            i,
+            redquorum::testkit::ProxyMode::Delay(Duration::from_millis(20)),
+        );
+    }
+    for round in 0..3 {
+        for url in &direct {
+            let _: () = query(url, redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
+        }
+        let (a, b) = (
+            unique(&format!("forgot-a-{round}")),
+            unique(&format!("forgot-b-{round}")),
+        );
+        set(
+            &direct[0],
+            &key(&a),
+            "another-owner",
+            Duration::from_millis(10),
+        );
+        match redlock.lock_many(&[&a, &b], TTL).await {
+            Ok(guard) => guard.release().await.unwrap(),
+            Err(e) => {
+                panic!("round {round}: the retry was refused by the failed attempt's own keys: {e}")
+            }
+        }
+    }
+    redlock.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_taken_again_right_after_its_release_lands_on_a_slow_node_too() {
+    // Node 4 answers 40 ms after a call: each lock is decided by the four
+    // others, and its release's delete to node 4 waits behind the SET still
+    // on its way. The next lock's SET there must follow that delete, or
+    // our own old key refuses it and node 4 ends up holding nothing.
+    let cluster = cluster(5);
+    let config = Config::default()
+        .with_quorum(4)
+        .with_retry_count(0)
+        .with_node_timeout(TIMEOUT);
+    let redlock = redlock(&cluster.urls(), config);
+    warm_up(&redlock).await;
+    cluster.set_proxy(
+        4,
+        redquorum::testkit::ProxyMode::Delay(Duration::from_millis(20)),
+    );
+    let node4 = [cluster.direct_url(4)];
+    for round in 0..3 {
+        let resource = unique(&format!("again-after-release-{round}"));
+        let first = redlock.try_lock(&resource, TTL).await.unwrap();
+        first.release().await.unwrap();
+        let second = redlock.try_lock(&resource, TTL).await.unwrap();
+        let landed = settles_on(&node4, &key(&resource), second.value(), 1).await;
+        assert!(landed, "round {round}: node 4 never got the second lock");
+        second.release().await.unwrap();
+    }
+    redlock.shutdown().await;
+}

@@ -50,7 +50,7 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
-    // When the last failed attempt's clean-up was sent, per node.
+    // Per node, when the last failed attempt's clean-up was sent.
     let mut cleaned = Gates::default();
     // A failed attempt marks the locks it lost as awaited if this call
     // may wait for them: their releases then announce themselves.
@@ -63,10 +63,11 @@ pub(crate) async fn acquire(
         let span = spans::acquire(&resources[0], attempts, shared.quorum);
         let started = Instant::now();
         let locks = (&resources, &keys);
+        let after = shared.follow(&keys, &cleaned);
         let outcome = async {
             match owner {
-                None if plan.fencing => fenced::attempt(shared, locks, &ttl, mark, &cleaned).await,
-                owner => attempt(shared, locks, &ttl, (owner, mark), &cleaned).await,
+                None if plan.fencing => fenced::attempt(shared, locks, &ttl, mark, &after).await,
+                owner => attempt(shared, locks, &ttl, (owner, mark), &after).await,
             }
         }
         .instrument(span.clone())
@@ -133,8 +134,8 @@ pub(crate) async fn acquire(
 
 /// One attempt with a fresh value; on failure everything is released (in
 /// the background). With `mark`, a failed attempt marks the locks it lost
-/// as awaited. Each node's call follows that node's call in `after` (the
-/// previous attempt's clean-up) on its connection.
+/// as awaited. Each node's call follows that node's gate in `after` (the
+/// deletes of this lock not yet sent there: [`Shared::follow`]).
 async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),

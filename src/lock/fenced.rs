@@ -53,8 +53,8 @@ pub(crate) fn next_tokens(
 
 /// One fenced attempt with a fresh value; on failure everything is released
 /// (in the background). With `mark`, a failed attempt marks the locks it
-/// lost as awaited. Each node's call follows that node's call in `after`
-/// (the previous attempt's clean-up) on its connection.
+/// lost as awaited. Each node's call follows that node's gate in `after`
+/// (the deletes of this lock not yet sent there: [`Shared::follow`]).
 pub(crate) async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),

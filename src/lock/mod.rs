@@ -8,6 +8,7 @@ pub(crate) mod acquire;
 mod extend;
 mod fenced;
 pub(crate) mod held;
+mod pending;
 pub(crate) mod release;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::node::{Node, NodeResult};
 use crate::quorum::{self, Chain, Gates, Late, Leftover, Round};
 
 pub(crate) use held::Held;
+pub(crate) use pending::Pending;
 
 /// What every handle and guard of one [`Redlock`](crate::Redlock) shares.
 pub(crate) struct Shared {
@@ -37,6 +39,9 @@ pub(crate) struct Shared {
     pub(crate) handoff: Handoff,
     /// Releases and calls in flight left running in the background.
     pub(crate) background: Background,
+    /// Per lock key, the deletes of releases not yet sent: acquisitions
+    /// follow them.
+    pub(crate) pending: Pending,
 }
 
 impl Shared {
@@ -105,6 +110,39 @@ impl Shared {
         .await
     }
 
+    /// When `needed` (some deletes about to be sent must first wait for
+    /// their node's previous call, or will not be sent at once): gates that
+    /// open as each node's delete is sent, each at the latest twice the
+    /// node timeout from now, by when a delete has been sent. Deletes sent
+    /// at once need none: a later call to the node is written after them.
+    pub(crate) fn deletes_sent(&self, needed: bool) -> Option<Gates> {
+        let until = tokio::time::Instant::now() + self.config.node_timeout() * 2;
+        needed.then(|| Gates::closed(self.nodes.len(), until))
+    }
+
+    /// [`deletes_sent`](Self::deletes_sent) for a release of `keys`,
+    /// recorded in [`Shared::pending`] so that acquisitions of the same
+    /// lock follow those deletes.
+    pub(crate) fn pending_deletes(&self, keys: &[String], needed: bool) -> Option<Gates> {
+        let sent = self.deletes_sent(needed);
+        if let Some(sent) = &sent {
+            self.pending.insert(keys, sent);
+        }
+        sent
+    }
+
+    /// What an attempt on `keys` follows on each node's connection: the
+    /// clean-up of the same `lock()`'s last failed attempt (`cleaned`)
+    /// while some of its deletes are still unsent, else the deletes of a
+    /// release of the same lock not yet sent ([`Shared::pending`]).
+    pub(crate) fn follow(&self, keys: &[String], cleaned: &Gates) -> Gates {
+        if cleaned.any_closed() {
+            cleaned.clone()
+        } else {
+            self.pending.after(keys)
+        }
+    }
+
     /// Whether a failed attempt made as `plan` says marks the locks it lost
     /// as awaited: when its `lock()` may wait for them with release
     /// notifications.
@@ -142,7 +180,7 @@ pub(crate) struct Failure {
     pub(crate) reports: Vec<NodeReport>,
     pub(crate) validity_exhausted: bool,
     /// Per node, when the clean-up's delete has been sent: the next
-    /// attempt's call to that node follows it.
+    /// attempt of the same `lock()` follows it on that node's connection.
     pub(crate) cleaned: Gates,
 }
 

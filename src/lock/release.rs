@@ -68,11 +68,12 @@ impl Held {
         self.mark_lost();
         let round = async {
             let last = self.next_round().await;
+            let sent = shared.pending_deletes(&self.keys, last.any_closed());
             shared
                 .release_round(
                     &self.keys,
                     &self.value,
-                    (Leftover::Finish, &last, None),
+                    (Leftover::Finish, &last, sent.as_ref()),
                     Ending::Release,
                 )
                 .await
@@ -112,6 +113,8 @@ pub(crate) fn spawn_release(
     before: impl Future<Output = Gates> + Send + 'static,
 ) {
     let span = spans::release(resource, shared.quorum, true);
+    // Not sent until the task runs: an acquisition of the same lock follows.
+    let sent = shared.pending_deletes(keys, true);
     let task = {
         let shared = Arc::clone(shared);
         let keys = Arc::clone(keys);
@@ -124,7 +127,7 @@ pub(crate) fn spawn_release(
                 .release_round(
                     &keys,
                     &value,
-                    (Leftover::Finish, &after, None),
+                    (Leftover::Finish, &after, sent.as_ref()),
                     Ending::Release,
                 )
                 .await;
@@ -173,14 +176,16 @@ impl ReleaseOnDrop {
     /// came), and disarms. The attempt answers at its decision, not after
     /// the slowest node's delete: the round is polled once here, which
     /// hands the deletes of the nodes that need not wait to their
-    /// connections (a later call of this `Redlock` to those nodes lands
-    /// after them), and then goes on in a background task that
+    /// connections (a later call of this `Redlock` to those nodes is
+    /// written after them), and then goes on in a background task that
     /// [`Redlock::shutdown`](crate::Redlock::shutdown) waits for. Returns,
-    /// per node, when the delete has been sent: the next attempt of the
-    /// same `lock()` sends its call to that node only then (so that this
-    /// attempt's own key never refuses it), without waiting for the
-    /// answer. Announces nothing: contenders that split the vote back off
-    /// for their retry delay instead of waking each other in a loop. With
+    /// per node, when the delete has been sent (for the deletes that must
+    /// first wait for their node's call of the attempt): the next attempt
+    /// of the same `lock()` sends its call to such a node only then, not
+    /// once the delete is answered, so that this attempt's own key never
+    /// refuses it.
+    /// Announces nothing: contenders that split the vote back off for
+    /// their retry delay instead of waking each other in a loop. With
     /// `mark` (the attempt's `lock()` will wait with release
     /// notifications), the locks it lost are marked as awaited, so that
     /// their releases announce themselves.
@@ -190,17 +195,15 @@ impl ReleaseOnDrop {
     /// Cancel safe: it never waits (the one poll returns at once).
     pub(crate) async fn release_failed(mut self, mark: bool) -> Gates {
         let shared = Arc::clone(&self.shared);
-        let sent = Gates::closed(
-            shared.nodes.len(),
-            Instant::now() + shared.config.node_timeout(),
-        );
+        let sent = shared.deletes_sent(self.gates.any_closed());
+        let cleaned = sent.clone().unwrap_or_default();
         let task = {
             let shared = Arc::clone(&shared);
             let (keys, value) = (Arc::clone(&self.keys), Arc::clone(&self.value));
-            let (after, sent) = (std::mem::take(&mut self.gates), sent.clone());
+            let after = std::mem::take(&mut self.gates);
             async move {
                 let ending = Ending::Cleanup { mark };
-                let after = (Leftover::Wait, &after, Some(&sent));
+                let after = (Leftover::Wait, &after, sent.as_ref());
                 shared.release_round(&keys, &value, after, ending).await;
             }
         };
@@ -215,7 +218,7 @@ impl ReleaseOnDrop {
                 "no tokio runtime to clean up a failed attempt; its keys expire at their TTL"
             );
         }
-        sent
+        cleaned
     }
 
     /// The keys are accounted for: nothing to do on drop. Returns when the

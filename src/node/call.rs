@@ -9,6 +9,8 @@ use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 
 use super::acl::Lua;
 use super::guard::Guard;
+use super::reentrant::REENTRANT_RELEASE;
+use super::scripts::RELEASE;
 use super::{Node, NodeError, NodeResult};
 use crate::failure::is_script_denied;
 
@@ -123,6 +125,24 @@ impl Request {
     }
 }
 
+/// Loads `script` on a node that answered `NOSCRIPT`, and the delete
+/// scripts with it, in one round trip: the node forgot them all
+/// (restarted, or `SCRIPT FLUSH`), and a delete that follows this call
+/// (a failed attempt's clean-up, a release) must not need a second trip
+/// of its own, which a later call, sent once the delete was handed to the
+/// connection, could overtake.
+async fn load_with_deletes(script: &Lua, conn: &super::link::Link) -> redis::RedisResult<()> {
+    let deletes = [&*RELEASE, &*REENTRANT_RELEASE];
+    let others = deletes
+        .into_iter()
+        .filter(|delete| delete.get_hash() != script.get_hash());
+    let loads = std::iter::once(script).chain(others).map(|script| {
+        let mut conn = conn.clone();
+        async move { script.load_async(&mut conn).await }
+    });
+    futures_util::future::try_join_all(loads).await.map(drop)
+}
+
 /// Runs `call`; `Err` when it fails with an I/O error as it is first
 /// polled, before it could wait for anything: the connection refused the
 /// command without writing it (its writer had stopped, or it never
@@ -220,7 +240,7 @@ impl Node {
         };
         let error = if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) {
             let again = async {
-                script.load_async(&mut conn).await?;
+                load_with_deletes(script, &conn).await?;
                 request.cmd.query_async(&mut conn).await
             };
             match again.await {
@@ -247,7 +267,6 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::scripts::RELEASE;
 
     #[test]
     fn a_script_request_knows_its_keys() {

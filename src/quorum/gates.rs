@@ -10,8 +10,8 @@
 //! over for the round, and a task that is not being run (left on a
 //! current-thread runtime that nothing drives) cannot hold the next round.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -52,6 +52,19 @@ impl Gates {
         }
     }
 
+    /// True when some node's gate is still closed (its call not over).
+    pub(crate) fn any_closed(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|state| (0..state.over.len()).any(|index| !self.is_open(index)))
+    }
+
+    /// A handle that does not keep the gates alive: once every opener and
+    /// every `Gates` of the round is gone, nothing is left to wait for.
+    pub(crate) fn downgrade(&self) -> WeakGates {
+        WeakGates(self.0.as_ref().map(Arc::downgrade))
+    }
+
     /// True when node `index`'s call is over (or there was no such call);
     /// [`opened`](Self::opened) also counts the round's deadline.
     pub(crate) fn is_open(&self, index: usize) -> bool {
@@ -88,6 +101,18 @@ impl Gates {
                 () = deadline.as_mut() => return,
             }
         }
+    }
+}
+
+/// [`Gates`] that do not keep their round's record alive
+/// ([`Gates::downgrade`]).
+#[derive(Clone, Debug)]
+pub(crate) struct WeakGates(Option<Weak<State>>);
+
+impl WeakGates {
+    /// The gates, while anything of their round is still alive.
+    pub(crate) fn upgrade(&self) -> Option<Gates> {
+        self.0.as_ref()?.upgrade().map(|state| Gates(Some(state)))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::error::{NodeOutcome, NodeReport};
 use crate::node::Node;
 
 pub(crate) use fan_out::{fan_out, fan_out_values};
-pub(crate) use gates::Gates;
+pub(crate) use gates::{Gates, WeakGates};
 
 /// Where a round fits among the rounds of one lock.
 #[derive(Clone, Copy, Debug)]

@@ -191,6 +191,7 @@ impl Redlock {
                 passed: std::sync::atomic::AtomicBool::new(false),
                 handoff,
                 background,
+                pending: crate::lock::Pending::default(),
             }),
         })
     }
