@@ -112,6 +112,40 @@ async fn a_release_chained_behind_a_late_set_is_sent_and_deletes_it() {
 }
 
 #[tokio::test]
+async fn a_release_whose_noscript_answer_comes_after_its_deadline_is_sent_again() {
+    let cluster = cluster(5);
+    let config = Config::default()
+        .with_node_timeout(TIMEOUT)
+        .with_retry_count(0);
+    let redlock = redlock(&cluster.urls(), config);
+    warm_up(&redlock).await;
+    let direct = cluster.direct_urls();
+    let mut resources = Vec::new();
+    for round in 0..3 {
+        let resource = unique(&format!("late-noscript-{round}"));
+        let guard = redlock.try_lock(&resource, TTL).await;
+        let guard = guard.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        resources.push(resource);
+        // Every node forgets its scripts (as after a restart that kept
+        // its keys): the release's EVALSHA is answered NOSCRIPT, and that
+        // answer is read only once the round's deadline has passed.
+        for url in &direct {
+            let _: () = query(url, &redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
+        }
+        let mut release = pin!(guard.release());
+        if poll_once(release.as_mut()).await.is_ready() {
+            panic!("round {round}: the release did not wait for any node");
+        }
+        block_the_runtime();
+        let _ = release.await;
+        // The deletes sent again are done before the next round makes the
+        // nodes forget their scripts once more.
+        redlock.shutdown().await;
+    }
+    nothing_left(&cluster, &resources).await;
+}
+
+#[tokio::test]
 async fn a_failed_attempts_clean_up_chained_behind_a_late_set_is_sent_and_deletes_it() {
     let (cluster, redlock) = slow_node_zero().await;
     let direct = cluster.direct_urls();
