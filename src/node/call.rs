@@ -114,6 +114,15 @@ impl Request {
         }
     }
 
+    /// True for a compare-and-delete (a release or a clean-up).
+    fn deletes(&self) -> bool {
+        self.script.is_some_and(|script| {
+            [&*RELEASE, &*REENTRANT_RELEASE]
+                .iter()
+                .any(|delete| delete.get_hash() == script.get_hash())
+        })
+    }
+
     /// The keys of a script invocation (after `EVALSHA sha numkeys`).
     fn keys(&self) -> Vec<String> {
         let mut args = self.cmd.args_iter().skip(2).filter_map(|arg| match arg {
@@ -227,23 +236,68 @@ impl Node {
         }
     }
 
+    /// After `NOSCRIPT`: loads `script` (and the delete scripts) and sends
+    /// `request` again. The loads, and for a delete the second send too,
+    /// run in a task of their own, bounded by twice the node timeout from
+    /// when it starts: the round that waits for them may give up at its
+    /// deadline, but the node still learns its scripts (or its next call
+    /// would be answered `NOSCRIPT` again), and a delete still runs. A
+    /// vote is sent again only within its round: a `SET` nobody waits for
+    /// could land after the clean-up that follows the round.
+    async fn reload<T: FromRedisValue>(
+        &self,
+        request: &Request,
+        script: &'static Lua,
+        mut conn: super::link::Link,
+    ) -> redis::RedisResult<T> {
+        let bound = self.timeout() * 2;
+        let again = request.deletes().then(|| request.cmd.clone());
+        let detached = {
+            let mut conn = conn.clone();
+            async move {
+                let work = async {
+                    load_with_deletes(script, &conn).await?;
+                    match again {
+                        Some(cmd) => cmd.query_async::<Value>(&mut conn).await.map(Some),
+                        None => Ok(None),
+                    }
+                };
+                match tokio::time::timeout(bound, work).await {
+                    Ok(answer) => answer,
+                    Err(_) => Err(RedisError::from(std::io::Error::from(
+                        std::io::ErrorKind::TimedOut,
+                    ))),
+                }
+            }
+        };
+        let answer = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => match runtime.spawn(detached).await {
+                Ok(answer) => answer,
+                Err(_) => Err(RedisError::from(std::io::Error::from(
+                    std::io::ErrorKind::Interrupted,
+                ))),
+            },
+            Err(_) => detached.await,
+        };
+        match answer? {
+            Some(reply) => T::from_redis_value(reply).map_err(RedisError::from),
+            None => request.cmd.query_async(&mut conn).await,
+        }
+    }
+
     /// After `error`: loads a script the node does not know and asks again;
     /// names the command of a script the ACL refuses.
     async fn recover<T: FromRedisValue>(
         &self,
         request: &Request,
-        mut conn: super::link::Link,
+        conn: super::link::Link,
         error: RedisError,
     ) -> NodeResult<T> {
         let Some(script) = request.script else {
             return Err(NodeError::redis(&error));
         };
         let error = if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) {
-            let again = async {
-                load_with_deletes(script, &conn).await?;
-                request.cmd.query_async(&mut conn).await
-            };
-            match again.await {
+            match self.reload(request, script, conn).await {
                 Ok(reply) => return Ok(reply),
                 Err(e) => e,
             }

@@ -26,9 +26,8 @@ struct Calls<C> {
     left: usize,
     /// When the round started.
     started: Instant,
-    /// Per node, whether its call bounds itself and outlives the round's
-    /// deadline ([`Late::Keep`]); empty when none does.
-    kept: Vec<bool>,
+    /// Whether the calls outlive the round's deadline ([`Late::Keep`]).
+    keep: bool,
 }
 
 impl<T, C: Future<Output = Answer<T>>> Calls<C> {
@@ -103,10 +102,27 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
         .await
     }
 
-    /// Runs the calls still in flight to their end, telling `answered` of
-    /// each; for the kept calls, which bound themselves.
-    async fn drive_to_end(&mut self, mut answered: impl FnMut(usize, Answer<T>) -> bool) {
-        std::future::poll_fn(|cx| self.poll_answers(cx, &mut answered)).await;
+    /// Runs the kept calls still in flight past the round's deadline,
+    /// telling `answered` of each, for one more `grace` timed from now
+    /// (from when the deadline was seen, not from when it was due: a
+    /// runtime busy past the deadline still reads the answers that came
+    /// meanwhile, and sends what they call for); drops those left then,
+    /// told as timed out.
+    async fn drive_late(
+        &mut self,
+        grace: std::time::Duration,
+        mut answered: impl FnMut(usize, Answer<T>) -> bool,
+    ) {
+        if self.left == 0 {
+            return;
+        }
+        let sleep = tokio::time::sleep(grace);
+        tokio::pin!(sleep);
+        let timed_out = self.drive(sleep, &mut answered).await;
+        if timed_out {
+            self.keep = false;
+            self.time_out(true, answered);
+        }
     }
 
     /// The nodes (by index) whose calls are still in flight.
@@ -117,16 +133,16 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
             .filter_map(|(index, call)| call.is_some().then_some(index))
     }
 
-    /// When `timed_out`: drops every call still in flight but the kept
-    /// ones (which opens its gate), telling `answered` of each as timed
-    /// out after `waited`.
+    /// When `timed_out`: unless the round keeps its calls, drops every
+    /// call still in flight (which opens its gate), telling `answered` of
+    /// each as timed out after `waited`.
     fn time_out(&mut self, timed_out: bool, mut answered: impl FnMut(usize, Answer<T>) -> bool) {
         if !timed_out {
             return;
         }
         let waited = self.started.elapsed();
         for index in 0..self.calls.len() {
-            if !self.kept.get(index).copied().unwrap_or(false) && self.end(index) {
+            if !self.keep && self.end(index) {
                 answered(index, (Err(NodeError::TimedOut), waited));
             }
         }
@@ -167,9 +183,10 @@ where
 /// The round is decided by one deadline: the node timeout from its start.
 /// A node that has not answered by then, still busy with its call of the
 /// round before ([`Chain::after`]) or not, counts as timed out. Its call is
-/// dropped then; with [`Late::Keep`], a call that had to wait for the
-/// node's previous call is not: it is sent once that call is over and has
-/// a node timeout of its own.
+/// dropped then; with [`Late::Keep`], no call is: one that had to wait
+/// for the node's previous call is sent once that call is over and has a
+/// node timeout of its own, and every call still in flight goes on for one
+/// more node timeout from when the deadline was seen.
 ///
 /// # Cancel safety
 ///
@@ -192,15 +209,10 @@ where
     let deadline = started + timeout;
     let gates = Gates::closed(nodes.len(), deadline);
     let keep = chain.late == Late::Keep;
-    let mut kept = Vec::new();
     let calls = nodes.iter().enumerate().map(|(index, node)| {
         let answer = sent_then(call(node), chain.sent.map(|sent| sent.opener(index)));
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
-        if keep {
-            kept.resize(nodes.len(), false);
-            kept[index] = before.is_some();
-        }
         Some(async move {
             // Dropped when this call is over, or dropped unsent.
             let _open = open;
@@ -224,7 +236,9 @@ where
         calls,
         left: nodes.len(),
         started,
-        kept,
+        // Every delete outlives the deadline: one sent in time may be
+        // answered NOSCRIPT only after it, and must then be sent again.
+        keep,
     };
     let mut outcomes = vec![NodeOutcome::Pending; nodes.len()];
     let mut values: Vec<Option<T>> = std::iter::repeat_with(|| None).take(nodes.len()).collect();
@@ -267,7 +281,7 @@ where
             op,
             nodes,
             calls,
-            (leftover, chain, deadline),
+            (leftover, chain, deadline, timeout),
             granted,
             sleep,
         )
@@ -285,12 +299,13 @@ where
 
 /// Deals with the calls still in flight once a round is decided, as
 /// `leftover` says; each stays bounded by the round's `deadline`, but the
-/// kept ones ([`Late::Keep`]), which bound themselves.
+/// kept ones ([`Late::Keep`]), which get one more `timeout` from when the
+/// deadline was seen.
 async fn finish<T, C>(
     op: &'static str,
     nodes: &Arc<[Arc<Node>]>,
     mut calls: Calls<C>,
-    (leftover, chain, deadline): (Leftover, Chain<'_>, Instant),
+    (leftover, chain, deadline, timeout): (Leftover, Chain<'_>, Instant, Duration),
     granted: fn(&T) -> bool,
     sleep: Pin<&mut Sleep>,
 ) where
@@ -309,7 +324,7 @@ async fn finish<T, C>(
                 .await;
             calls.time_out(timed_out, |index, answer| late(nodes, index, answer));
             calls
-                .drive_to_end(|index, answer| late(nodes, index, answer))
+                .drive_late(timeout, |index, answer| late(nodes, index, answer))
                 .await;
         }
         Leftover::Finish => {
@@ -325,7 +340,7 @@ async fn finish<T, C>(
                     .await;
                 calls.time_out(timed_out, |index, answer| late(&nodes, index, answer));
                 calls
-                    .drive_to_end(|index, answer| late(&nodes, index, answer))
+                    .drive_late(timeout, |index, answer| late(&nodes, index, answer))
                     .await;
             };
             chain.background.spawn(task.in_current_span());

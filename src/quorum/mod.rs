@@ -59,13 +59,16 @@ pub(crate) enum Late {
     /// yet written never will. For acquisitions, extensions and fence
     /// write-backs, whose calls only count when they answer in time.
     Drop,
-    /// Kept going, as [`Leftover`] says, until twice the node timeout from
-    /// the round's start. For deletes (releases and clean-ups): a delete
+    /// Kept going, as [`Leftover`] says, for one more node timeout from
+    /// when the deadline was seen: about twice the node timeout from the
+    /// round's start. For deletes (releases and clean-ups): a delete
     /// chained behind its node's previous call is sent once that call is
     /// over, however late in the round (a call of the round before ends by
     /// that round's deadline, so within one node timeout of this round's
     /// start), and then has a node timeout of its own. It lands after the
-    /// call it waited for, so a late `SET` never outlives the release.
+    /// call it waited for, so a late `SET` never outlives the release. A
+    /// delete sent in time whose answer comes late is read too: answered
+    /// `NOSCRIPT` (the node forgot its scripts), it is sent again.
     Keep,
 }
 
