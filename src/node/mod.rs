@@ -77,6 +77,8 @@ pub(crate) type NodeResult<T> = std::result::Result<T, NodeError>;
 /// A connection and a task that lives as long as the runtime it is on.
 struct Connection {
     manager: ConnectionManager,
+    /// The runtime the connection's driver runs on.
+    id: tokio::runtime::Id,
     runtime: tokio::task::JoinHandle<()>,
 }
 
@@ -103,10 +105,11 @@ pub(crate) struct Node {
     /// are one server, whatever their databases or credentials.
     server: String,
     client: Client,
-    /// Opened on first use, inside the caller's runtime, so that
-    /// construction does no I/O and needs no runtime; opened again when
-    /// the runtime it lived on has shut down.
-    conn: Mutex<Option<Connection>>,
+    /// One per runtime that calls the node, opened on first use inside
+    /// it, so that construction does no I/O and needs no runtime, and a
+    /// call never waits on a driver that another runtime (idle, or busy)
+    /// would have to run; forgotten once their runtime has shut down.
+    conn: Mutex<Vec<Connection>>,
     timeout: Duration,
     /// The bound on opening a connection, which may exceed `timeout`.
     connect_timeout: Duration,
@@ -140,7 +143,7 @@ impl Node {
             labels: crate::metrics::NodeLabels::new(&server),
             server,
             client,
-            conn: Mutex::new(None),
+            conn: Mutex::new(Vec::new()),
             timeout,
             connect_timeout: connect.timeout(),
             guard: None,
@@ -204,18 +207,23 @@ impl Node {
         if let Some(endpoint) = &self.sim {
             return Ok(Link::Sim(endpoint.clone()));
         }
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(live) = conn.as_ref().filter(|c| !c.runtime.is_finished()) {
+        let handle =
+            tokio::runtime::Handle::try_current().map_err(|_| NodeError::redis(&no_runtime()))?;
+        let id = handle.id();
+        let mut conns = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = conns
+            .iter()
+            .find(|c| c.id == id && !c.runtime.is_finished())
+        {
             return Ok(Link::Real(live.manager.clone()));
         }
+        conns.retain(|c| !c.runtime.is_finished());
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
         let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
             .map_err(|e| NodeError::redis(&e))?;
-        let handle =
-            tokio::runtime::Handle::try_current().map_err(|_| NodeError::redis(&no_runtime()))?;
         // Ends (as a cancelled task) when the runtime shuts down, taking
         // the connection's driver with it: the next call opens a new one.
         let runtime = handle.spawn(std::future::pending::<()>());
@@ -231,8 +239,9 @@ impl Node {
             let _ =
                 tokio::time::timeout(limit, ping.query_async::<redis::Value>(&mut opening)).await;
         });
-        *conn = Some(Connection {
+        conns.push(Connection {
             manager: manager.clone(),
+            id,
             runtime,
         });
         Ok(Link::Real(manager))
