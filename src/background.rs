@@ -3,18 +3,26 @@
 //! decided), counted so that [`Redlock::shutdown`](crate::Redlock::shutdown)
 //! can wait for them.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::runtime::Id;
 use tokio::sync::Notify;
 
 #[derive(Debug, Default)]
 struct Inner {
-    active: AtomicUsize,
+    /// Per runtime, how many tasks run on it.
+    active: Mutex<Vec<(Id, usize)>>,
     idle: Notify,
 }
 
-/// Counts running background tasks. Cheap to clone; clones share the count.
+impl Inner {
+    fn counts(&self) -> std::sync::MutexGuard<'_, Vec<(Id, usize)>> {
+        self.active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Counts running background tasks, per runtime. Cheap to clone; clones
+/// share the count.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Background {
     inner: Arc<Inner>,
@@ -22,13 +30,19 @@ pub(crate) struct Background {
 
 /// Held by one running task; dropping it (the task ended, or was dropped
 /// with its runtime) counts the task out.
-struct Token(Arc<Inner>);
+struct Token(Arc<Inner>, Id);
 
 impl Drop for Token {
     fn drop(&mut self) {
-        if self.0.active.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle.notify_waiters();
+        let mut counts = self.0.counts();
+        if let Some(at) = counts.iter().position(|(id, _)| *id == self.1) {
+            counts[at].1 -= 1;
+            if counts[at].1 == 0 {
+                counts.swap_remove(at);
+            }
         }
+        drop(counts);
+        self.0.idle.notify_waiters();
     }
 }
 
@@ -42,8 +56,15 @@ impl Background {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return false;
         };
-        self.inner.active.fetch_add(1, Ordering::AcqRel);
-        let token = Token(Arc::clone(&self.inner));
+        let id = runtime.id();
+        {
+            let mut counts = self.inner.counts();
+            match counts.iter_mut().find(|(on, _)| *on == id) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((id, 1)),
+            }
+        }
+        let token = Token(Arc::clone(&self.inner), id);
         runtime.spawn(async move {
             let _token = token;
             task.await;
@@ -51,19 +72,34 @@ impl Background {
         true
     }
 
-    /// How many tasks are running.
+    /// How many tasks are running, on every runtime.
     pub(crate) fn active(&self) -> usize {
-        self.inner.active.load(Ordering::Acquire)
+        self.inner.counts().iter().map(|(_, count)| count).sum()
     }
 
-    /// Resolves once no task is running (at once if none is). Tasks spawned
-    /// while waiting are waited for too.
+    /// How many tasks are running on the runtime `id`.
+    fn active_on(&self, id: Id) -> usize {
+        let counts = self.inner.counts();
+        counts
+            .iter()
+            .find(|(on, _)| *on == id)
+            .map_or(0, |(_, count)| *count)
+    }
+
+    /// Resolves once no task is running on the current runtime (at once
+    /// if none is). Tasks spawned while waiting are waited for too. Tasks
+    /// on another runtime are not: only that runtime can run them (an
+    /// idle one never would), and they end with it.
     pub(crate) async fn idle(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = runtime.id();
         loop {
             let notified = self.inner.idle.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.active() == 0 {
+            if self.active_on(id) == 0 {
                 return;
             }
             notified.await;
@@ -98,6 +134,28 @@ mod tests {
     fn outside_a_runtime_nothing_is_spawned_or_counted() {
         let background = Background::default();
         assert!(!background.spawn(async {}));
+        assert_eq!(background.active(), 0);
+    }
+
+    #[test]
+    fn idle_waits_only_for_the_tasks_of_its_own_runtime() {
+        let background = Background::default();
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+        };
+        let (idle_one, other) = (runtime(), runtime());
+        idle_one.block_on(async {
+            background.spawn(std::future::pending());
+        });
+        other.block_on(async {
+            let waited = tokio::time::timeout(Duration::from_secs(10), background.idle()).await;
+            assert!(waited.is_ok(), "waited for a task of an idle runtime");
+        });
+        assert_eq!(background.active(), 1);
+        drop(idle_one);
         assert_eq!(background.active(), 0);
     }
 

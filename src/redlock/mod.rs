@@ -337,7 +337,10 @@ impl Redlock {
     /// that call is over, at the latest at that call's deadline, and then
     /// has a node timeout of its own). The `Redlock` stays
     /// usable; work started meanwhile is waited for too. Live guards, their
-    /// watchdogs and waiting `lock()` calls are not waited for.
+    /// watchdogs and waiting `lock()` calls are not waited for, nor is work
+    /// left on another runtime (one that only that runtime can run, and
+    /// that ends with it): a `Redlock` used from several runtimes drains
+    /// each one with a `shutdown()` on it.
     ///
     /// Call it before the runtime ends (the end of `#[tokio::main]`, a
     /// sync wrapper's `block_on`): a runtime that shuts down drops the
@@ -355,6 +358,7 @@ impl Redlock {
     /// # Cancel safety
     ///
     /// Cancel safe: it only waits.
+    #[doc(alias = "drain")]
     pub async fn shutdown(&self) {
         self.shared.background.idle().await;
     }
