@@ -121,3 +121,28 @@ fn shutdown_waits_for_a_hung_node_at_most_about_its_timeout_and_the_redlock_stay
     });
     assert_eq!(holders_any(&cluster.direct_urls()[..4], &key(&resource)), 0);
 }
+
+/// The README's Usage shape: the work in a function of its own whose `?`
+/// may return early with the guard still held, `shutdown()` after it in
+/// the caller, on every path.
+async fn work_that_returns_early(redlock: &Redlock, resource: &str) -> Result<(), String> {
+    let guard = redlock
+        .lock(resource, Duration::from_secs(60))
+        .await
+        .map_err(|e| e.to_string())?;
+    let failing_step: Result<(), String> = Err("the job's own step failed".into());
+    failing_step?;
+    guard.release().await.map_err(|e| e.to_string())
+}
+
+#[test]
+fn an_early_return_in_the_readme_shape_leaves_no_key_once_the_runtime_ends() {
+    let (cluster, redlock) = slow_cluster();
+    let resource = unique("readme-early-return");
+    on_a_runtime_that_then_ends(async {
+        let done = work_that_returns_early(&redlock, &resource).await;
+        redlock.shutdown().await;
+        assert_eq!(done, Err("the job's own step failed".to_owned()));
+    });
+    assert_eq!(holders(&cluster, &resource), 0);
+}
