@@ -405,3 +405,58 @@ async fn a_quarantined_node_answer_has_error_type_quarantined_and_the_attempt_un
         "{answers:?}"
     );
 }
+
+/// The persistence warnings one `Redlock` logs at its first lock on nodes
+/// with Redis's default persistence (`appendonly no`), waiting until its
+/// background start-up check has logged what it found.
+async fn persistence_warnings(restart_guard: bool) -> Vec<Captured> {
+    let capture = Capture::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let cluster = cluster(5);
+    let config = fast_config().with_retry_count(0);
+    let redlock = if restart_guard {
+        guarded(&cluster, config.with_restart_guard(Duration::from_secs(5))).await
+    } else {
+        redlock(&cluster.urls(), config)
+    };
+    let resource = unique("spans-persistence");
+    for _ in 0..3 {
+        let guard = redlock.try_lock(&resource, Duration::from_secs(5)).await;
+        guard.unwrap().release().await.unwrap();
+    }
+    // The check runs once, in the background; its report is on its way
+    // once every node answered: wait until a check reported, or 3 s.
+    let reported = || {
+        capture
+            .all()
+            .iter()
+            .any(|c| !c.span && c.name.starts_with("redquorum start-up check"))
+    };
+    let _ = eventually(Duration::from_secs(3), reported).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    redlock.shutdown().await;
+    capture
+        .all()
+        .into_iter()
+        .filter(|c| !c.span && c.level == Level::WARN)
+        .filter(|c| format!("{:?}", c.fields).contains("appendonly"))
+        .collect()
+}
+
+#[tokio::test]
+async fn default_persistence_is_one_warning_per_redlock_naming_every_node() {
+    let warnings = persistence_warnings(false).await;
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let text = format!("{:?}", warnings[0].fields);
+    for index in 0..5 {
+        assert!(text.contains(&format!("node {index}")), "{text}");
+    }
+    assert!(text.contains("restart guard"), "{text}");
+}
+
+#[tokio::test]
+async fn default_persistence_gives_no_warning_with_the_restart_guard_on() {
+    let warnings = persistence_warnings(true).await;
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}
