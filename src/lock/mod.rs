@@ -190,11 +190,7 @@ pub(crate) async fn run_checks(shared: &Shared) -> Result<()> {
     // The background check of the first acquisition would repeat this.
     shared.checked.store(true, Ordering::Release);
     let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
-    for problem in checks.iter().flat_map(|c| c.problems()) {
-        if problem.is_warning() {
-            tracing::warn!(%problem, "redquorum start-up check");
-        }
-    }
+    log_warnings(shared, &checks);
     let problems = crate::check::problems(&checks, shared.quorum);
     if problems.is_empty() {
         shared.passed.store(true, Ordering::Release);
@@ -233,10 +229,19 @@ pub(crate) fn warn_once(shared: &Arc<Shared>) {
     };
     let shared = Arc::clone(shared);
     runtime.spawn(async move {
-        for check in crate::check::report(&shared.nodes, shared.config.fencing()).await {
-            for problem in check.problems() {
+        let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
+        log_warnings(&shared, &checks);
+        // The problems `check()` would fail on: nothing else reports them.
+        for problem in checks.iter().flat_map(|c| c.problems()) {
+            if !problem.is_warning() {
                 tracing::warn!(%problem, "redquorum start-up check");
             }
         }
     });
+}
+
+/// Logs what the start-up checks found (see [`crate::startup_log`]).
+fn log_warnings(shared: &Shared, checks: &[crate::NodeCheck]) {
+    let guard = shared.config.restart_guard().is_some();
+    crate::startup_log::log_warnings(checks, guard, shared.config.fencing());
 }
