@@ -73,7 +73,8 @@ impl Background {
     }
 
     /// How many tasks are running, on every runtime.
-    pub(crate) fn active(&self) -> usize {
+    #[cfg(test)]
+    fn active(&self) -> usize {
         self.inner.counts().iter().map(|(_, count)| count).sum()
     }
 

@@ -35,14 +35,31 @@ const LATE: Duration = Duration::from_millis(300);
 /// node 0's call is finished in the background until the round's
 /// deadline.
 async fn slow_node_zero() -> (LocalCluster, Redlock) {
+    let (cluster, redlock) = five_nodes().await;
+    cluster.set_proxy(0, ProxyMode::Delay(LATE));
+    (cluster, redlock)
+}
+
+/// Five nodes, connections open, no retries, the node timeout above.
+async fn five_nodes() -> (LocalCluster, Redlock) {
     let cluster = cluster(5);
     let config = Config::default()
         .with_node_timeout(TIMEOUT)
         .with_retry_count(0);
     let redlock = redlock(&cluster.urls(), config);
     warm_up(&redlock).await;
-    cluster.set_proxy(0, ProxyMode::Delay(LATE));
     (cluster, redlock)
+}
+
+/// Releases `guard` with the runtime busy past the round's deadline
+/// right after the round started.
+async fn release_with_a_busy_runtime(guard: redquorum::LockGuard, round: usize) {
+    let mut release = pin!(guard.release());
+    if poll_once(release.as_mut()).await.is_ready() {
+        panic!("round {round}: the release did not wait for any node");
+    }
+    block_the_runtime();
+    let _ = release.await;
 }
 
 /// Polls `future` once.
@@ -100,12 +117,7 @@ async fn a_release_chained_behind_a_late_set_is_sent_and_deletes_it() {
         resources.push(resource);
         // The release's round starts (node 0's delete waits behind the
         // late SET); then the runtime is busy past both deadlines.
-        let mut release = pin!(guard.release());
-        if poll_once(release.as_mut()).await.is_ready() {
-            panic!("round {round}: the release did not wait for any node");
-        }
-        block_the_runtime();
-        let _ = release.await;
+        release_with_a_busy_runtime(guard, round).await;
     }
     redlock.shutdown().await;
     nothing_left(&cluster, &resources).await;
@@ -113,12 +125,7 @@ async fn a_release_chained_behind_a_late_set_is_sent_and_deletes_it() {
 
 #[tokio::test]
 async fn a_release_whose_noscript_answer_comes_after_its_deadline_is_sent_again() {
-    let cluster = cluster(5);
-    let config = Config::default()
-        .with_node_timeout(TIMEOUT)
-        .with_retry_count(0);
-    let redlock = redlock(&cluster.urls(), config);
-    warm_up(&redlock).await;
+    let (cluster, redlock) = five_nodes().await;
     let direct = cluster.direct_urls();
     let mut resources = Vec::new();
     for round in 0..3 {
@@ -130,14 +137,9 @@ async fn a_release_whose_noscript_answer_comes_after_its_deadline_is_sent_again(
         // its keys): the release's EVALSHA is answered NOSCRIPT, and that
         // answer is read only once the round's deadline has passed.
         for url in &direct {
-            let _: () = query(url, &redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
+            let _: () = query(url, redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
         }
-        let mut release = pin!(guard.release());
-        if poll_once(release.as_mut()).await.is_ready() {
-            panic!("round {round}: the release did not wait for any node");
-        }
-        block_the_runtime();
-        let _ = release.await;
+        release_with_a_busy_runtime(guard, round).await;
         // The deletes sent again are done before the next round makes the
         // nodes forget their scripts once more.
         redlock.shutdown().await;
