@@ -1,4 +1,4 @@
-//! What the start-up checks log: each warning once, but the persistence
+//! What the start-up checks log: each problem once, but the persistence
 //! of the nodes in one line per [`Redlock`](crate::Redlock), and none of
 //! its advice when the restart guard is on (the guard is what it advises).
 
@@ -41,6 +41,17 @@ pub(crate) fn log_warnings(checks: &[NodeCheck], restart_guard: bool, fencing: b
         tracing::debug!(%problem, "redquorum start-up check");
     } else {
         tracing::warn!(%problem, "redquorum start-up check");
+    }
+}
+
+/// Logs, at warn level, the problems of `checks` that fail
+/// [`Redlock::check`](crate::Redlock::check): for the background check of
+/// the first acquisition, which nothing else reports.
+pub(crate) fn log_errors(checks: &[NodeCheck]) {
+    for problem in checks.iter().flat_map(NodeCheck::problems) {
+        if !problem.is_warning() {
+            tracing::warn!(%problem, "redquorum start-up check");
+        }
     }
 }
 

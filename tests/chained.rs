@@ -51,6 +51,21 @@ async fn five_nodes() -> (LocalCluster, Redlock) {
     (cluster, redlock)
 }
 
+/// Takes `name`'s lock for `round`, recording its resource in
+/// `resources` (for [`nothing_left`]).
+async fn lock_for_round(
+    redlock: &Redlock,
+    name: &str,
+    round: usize,
+    resources: &mut Vec<String>,
+) -> redquorum::LockGuard {
+    let resource = unique(&format!("{name}-{round}"));
+    let guard = redlock.try_lock(&resource, TTL).await;
+    let guard = guard.unwrap_or_else(|e| panic!("round {round}: {e}"));
+    resources.push(resource);
+    guard
+}
+
 /// Releases `guard` with the runtime busy past the round's deadline
 /// right after the round started.
 async fn release_with_a_busy_runtime(guard: redquorum::LockGuard, round: usize) {
@@ -111,10 +126,7 @@ async fn a_release_chained_behind_a_late_set_is_sent_and_deletes_it() {
     let (cluster, redlock) = slow_node_zero().await;
     let mut resources = Vec::new();
     for round in 0..3 {
-        let resource = unique(&format!("chained-release-{round}"));
-        let guard = redlock.try_lock(&resource, TTL).await;
-        let guard = guard.unwrap_or_else(|e| panic!("round {round}: {e}"));
-        resources.push(resource);
+        let guard = lock_for_round(&redlock, "chained-release", round, &mut resources).await;
         // The release's round starts (node 0's delete waits behind the
         // late SET); then the runtime is busy past both deadlines.
         release_with_a_busy_runtime(guard, round).await;
@@ -129,10 +141,7 @@ async fn a_release_whose_noscript_answer_comes_after_its_deadline_is_sent_again(
     let direct = cluster.direct_urls();
     let mut resources = Vec::new();
     for round in 0..3 {
-        let resource = unique(&format!("late-noscript-{round}"));
-        let guard = redlock.try_lock(&resource, TTL).await;
-        let guard = guard.unwrap_or_else(|e| panic!("round {round}: {e}"));
-        resources.push(resource);
+        let guard = lock_for_round(&redlock, "late-noscript", round, &mut resources).await;
         // Every node forgets its scripts (as after a restart that kept
         // its keys): the release's EVALSHA is answered NOSCRIPT, and that
         // answer is read only once the round's deadline has passed.

@@ -231,12 +231,7 @@ pub(crate) fn warn_once(shared: &Arc<Shared>) {
     runtime.spawn(async move {
         let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
         log_warnings(&shared, &checks);
-        // The problems `check()` would fail on: nothing else reports them.
-        for problem in checks.iter().flat_map(|c| c.problems()) {
-            if !problem.is_warning() {
-                tracing::warn!(%problem, "redquorum start-up check");
-            }
-        }
+        crate::startup_log::log_errors(&checks);
     });
 }
 

@@ -152,6 +152,11 @@ async fn load_with_deletes(script: &Lua, conn: &super::link::Link) -> redis::Red
     futures_util::future::try_join_all(loads).await.map(drop)
 }
 
+/// An I/O error of `kind`, for a call that ended without an answer.
+fn io_error(kind: std::io::ErrorKind) -> RedisError {
+    RedisError::from(std::io::Error::from(kind))
+}
+
 /// Runs `call`; `Err` when it fails with an I/O error as it is first
 /// polled, before it could wait for anything: the connection refused the
 /// command without writing it (its writer had stopped, or it never
@@ -262,21 +267,15 @@ impl Node {
                         None => Ok(None),
                     }
                 };
-                match tokio::time::timeout(bound, work).await {
-                    Ok(answer) => answer,
-                    Err(_) => Err(RedisError::from(std::io::Error::from(
-                        std::io::ErrorKind::TimedOut,
-                    ))),
-                }
+                let answer = tokio::time::timeout(bound, work).await;
+                answer.unwrap_or_else(|_| Err(io_error(std::io::ErrorKind::TimedOut)))
             }
         };
         let answer = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => match runtime.spawn(detached).await {
-                Ok(answer) => answer,
-                Err(_) => Err(RedisError::from(std::io::Error::from(
-                    std::io::ErrorKind::Interrupted,
-                ))),
-            },
+            Ok(runtime) => runtime
+                .spawn(detached)
+                .await
+                .unwrap_or_else(|_| Err(io_error(std::io::ErrorKind::Interrupted))),
             Err(_) => detached.await,
         };
         match answer? {
