@@ -145,6 +145,12 @@ impl LockGuard {
         self.held.status().deadline
     }
 
+    /// The lock's status as it changes, for the simulation's oracle.
+    #[cfg(feature = "sim")]
+    pub(crate) fn status_watch(&self) -> tokio::sync::watch::Receiver<crate::lock::held::Status> {
+        self.held.status.subscribe()
+    }
+
     /// Validity left; `Duration::ZERO` once expired or lost.
     ///
     /// ```no_run

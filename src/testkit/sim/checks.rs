@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::sync::watch;
+
+use crate::lock::held::Status;
 
 /// One hold: who held which resources, from when until when.
 #[derive(Clone, Debug)]
@@ -31,7 +33,10 @@ pub struct Hold {
 pub(crate) struct Live {
     pub(crate) keys: Vec<String>,
     pub(crate) value: String,
-    pub(crate) valid_until: Instant,
+    /// The guard's own status: its deadline as of now, moved by every
+    /// round (an explicit extension's or the watchdog's), not as the
+    /// workload last read it.
+    pub(crate) status: watch::Receiver<Status>,
     pub(crate) quorum: usize,
     /// When it was acquired (data lost on a node since counts as held
     /// there when the restart guard is on: the node refuses to vote).
@@ -65,10 +70,9 @@ impl Record {
         self.next_live
     }
 
-    /// Updates a live guard's deadline.
-    pub(crate) fn extended(&mut self, id: u64, valid_until: Instant) {
+    /// Marks a live guard's extension as over.
+    pub(crate) fn extended(&mut self, id: u64) {
         if let Some(live) = self.live.get_mut(&id) {
-            live.valid_until = valid_until;
             live.extending = false;
         }
     }

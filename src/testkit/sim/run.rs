@@ -222,10 +222,11 @@ async fn watch(world: Shared, record: Arc<Mutex<Record>>, faults: Vec<Fault>, gu
         let at = tokio::time::Instant::now();
         let mut found = Vec::new();
         for live in record.live.values() {
-            if live.value.is_empty() || live.extending || live.valid_until <= at {
+            let valid_until = live.status.borrow().deadline;
+            if live.value.is_empty() || live.extending || valid_until <= at {
                 continue;
             }
-            let claim = live.valid_until - at;
+            let claim = valid_until - at;
             for key in &live.keys {
                 let holding = (0..world.node_count())
                     .filter(|&node| {

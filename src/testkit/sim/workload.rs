@@ -206,7 +206,6 @@ impl Client {
         let steps = 1 + rng.below(3);
         for _ in 0..steps {
             tokio::time::sleep(hold / u32::try_from(steps).unwrap_or(1)).await;
-            self.track(live, &guard);
             if rng.chance(0.3) {
                 let ttl = self.ttl(rng);
                 let invoked = self.now();
@@ -216,7 +215,7 @@ impl Client {
                     .as_ref()
                     .map_or_else(describe, |()| "ok".to_owned());
                 self.log("extend", guard.resource(), invoked, &result);
-                self.track(live, &guard);
+                record(&self.record).extended(live);
             }
         }
         let end = self.now().min(self.virtual_of(guard.valid_until()));
@@ -250,7 +249,6 @@ impl Client {
             };
             for _ in 0..steps {
                 tokio::time::sleep(job / u32::try_from(steps).unwrap_or(1)).await;
-                self.track(open.live, open.guard);
             }
             open.close();
         };
@@ -290,16 +288,12 @@ impl Client {
             } else {
                 guard.value().to_owned()
             },
-            valid_until: guard.valid_until(),
+            status: guard.status_watch(),
             quorum: self.redlock.quorum(),
             since,
             extending: false,
         };
         record(&self.record).go_live(live)
-    }
-
-    fn track(&self, live: u64, guard: &LockGuard) {
-        record(&self.record).extended(live, guard.valid_until());
     }
 
     fn finish(&self, live: u64, guard: &LockGuard, holder: String, start: Duration, end: Duration) {
