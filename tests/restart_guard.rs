@@ -72,7 +72,9 @@ async fn a_restarted_node_refuses_votes_for_the_quarantine_and_then_votes_again(
     let mut voted = false;
     for _ in 0..100 {
         match node_0(&redlock, &resource).await {
-            None => {
+            // Granted: node 0 voted, though another node answered too late
+            // for the lock (a loaded machine).
+            None | Some(NodeOutcome::Granted) => {
                 voted = true;
                 break;
             }
@@ -106,7 +108,13 @@ async fn init_nodes_lets_a_restarted_node_vote_without_waiting() {
         marked.iter().all(|r| r.outcome().is_success()),
         "{marked:?}"
     );
-    assert_eq!(node_0(&redlock, &resource).await, None);
+    // Node 0 votes (the lock itself may still miss a late answer from
+    // another node on a loaded machine).
+    let after = node_0(&redlock, &resource).await;
+    assert!(
+        matches!(after, None | Some(NodeOutcome::Granted)),
+        "node 0 answered {after:?}"
+    );
 }
 
 /// The problems `check_report` finds on node `index` that concern the
