@@ -69,3 +69,65 @@ pub(crate) fn error_type(error: &NodeError) -> String {
         },
     }
 }
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use std::time::Duration;
+
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+    use crate::failure::NodeFailure;
+
+    /// The value of `redquorum.node.up` once `calls` (answer, time since
+    /// its call was sent) have been reported, in that order.
+    fn up_after(calls: Vec<(NodeResult<bool>, Duration)>) -> Option<f64> {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let node = Node::new(
+            0,
+            "redis://127.0.0.1:7399",
+            Duration::from_millis(50),
+            &crate::node::Connect::default(),
+        )
+        .ok()?;
+        ::metrics::with_local_recorder(&recorder, || {
+            for (answer, elapsed) in &calls {
+                answered(("release", &node), answer, |v| *v, (*elapsed, false));
+            }
+        });
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find(|(key, ..)| key.key().name() == "redquorum.node.up")
+            .and_then(|(.., value)| match value {
+                DebugValue::Gauge(v) => Some(v.into_inner()),
+                _ => None,
+            })
+    }
+
+    #[test]
+    fn an_older_calls_late_answer_does_not_overwrite_a_newer_calls_failure() {
+        let dropped = NodeFailure::from_redis(&redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::BrokenPipe,
+        )));
+        // The newer call, sent 1 ms ago, met a dead connection; the older
+        // one, sent 300 ms ago, had its answer read before the node died,
+        // and is reported after.
+        let up = up_after(vec![
+            (Err(NodeError::Failed(dropped)), Duration::from_millis(1)),
+            (Ok(true), Duration::from_millis(300)),
+        ]);
+        assert_eq!(up, Some(0.0));
+    }
+
+    #[test]
+    fn a_newer_calls_answer_overwrites_an_older_calls_failure() {
+        let up = up_after(vec![
+            (Err(NodeError::TimedOut), Duration::from_millis(300)),
+            (Ok(true), Duration::from_millis(1)),
+        ]);
+        assert_eq!(up, Some(1.0));
+    }
+}
