@@ -312,17 +312,22 @@ fn node_keys(server: &str) -> NodeKeys {
 
 /// One call of `op` to the node labelled `node` took `elapsed` and ended
 /// in `vote`, whether or not its round had been decided by then; `up`:
-/// the server answered (an error reply included).
+/// the server answered (an error reply included), `None` when a newer
+/// call's answer already told (the gauge keeps that).
 pub(crate) fn node_call(
     (op, node): (&'static str, &NodeLabels),
-    (vote, up): (&'static str, bool),
+    (vote, up): (&'static str, Option<bool>),
     elapsed: Duration,
 ) {
     #[cfg(feature = "metrics")]
     {
         use ::metrics::Key;
-        let key = Key::from_static_labels(NODE_UP, node.keys.node);
-        ::metrics::with_recorder(|r| r.register_gauge(&key, &META).set(f64::from(u8::from(up))));
+        if let Some(up) = up {
+            let key = Key::from_static_labels(NODE_UP, node.keys.node);
+            ::metrics::with_recorder(|r| {
+                r.register_gauge(&key, &META).set(f64::from(u8::from(up)));
+            });
+        }
         let Some(o) = OPS.iter().position(|o| *o == op) else {
             return;
         };

@@ -115,6 +115,8 @@ pub(crate) struct Node {
     connect_timeout: Duration,
     /// The labels of this node's metrics.
     pub(crate) labels: crate::metrics::NodeLabels,
+    /// Which answer the reachability gauge last took.
+    newest_answer: observe::NewestAnswer,
     /// The restart guard, when it is on.
     pub(crate) guard: Option<guard::Guard>,
     /// The simulated node this one talks to instead (feature `sim`).
@@ -141,6 +143,7 @@ impl Node {
         Ok(Node {
             name,
             labels: crate::metrics::NodeLabels::new(&server),
+            newest_answer: observe::NewestAnswer::default(),
             server,
             client,
             conn: Mutex::new(Vec::new()),

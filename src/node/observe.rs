@@ -1,7 +1,10 @@
 //! What one node call tells the spans and the metrics: its outcome, its
 //! `error.type`, how long it took.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::{Node, NodeError, NodeResult};
 use crate::error::NodeOutcome;
@@ -40,6 +43,9 @@ pub(crate) fn answered<T>(
             FailureKind::ConnectionRefused | FailureKind::Io | FailureKind::Tls
         ),
     };
+    // Answers are reported as their rounds read them: an older call's
+    // late answer may come after a newer call's, and is older news.
+    let up = node.newest_answer.is_newest(elapsed).then_some(up);
     let error = answer.as_ref().err().map(error_type);
     spans::node_answer(
         op,
@@ -50,6 +56,28 @@ pub(crate) fn answered<T>(
     );
     metrics::node_call((op, &node.labels), (vote, up), elapsed);
     outcome
+}
+
+/// When the newest call whose answer set a node's reachability was sent.
+#[derive(Debug, Default)]
+pub(crate) struct NewestAnswer(Mutex<Option<Instant>>);
+
+impl NewestAnswer {
+    /// True when the call whose answer came `elapsed` after it was sent
+    /// is the newest reported so far (a tie counts as newest); records it.
+    fn is_newest(&self, elapsed: Duration) -> bool {
+        if !cfg!(feature = "metrics") {
+            return true; // Only the gauge needs to know.
+        }
+        let now = Instant::now();
+        let sent = now.checked_sub(elapsed).unwrap_or(now);
+        let mut newest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if newest.is_some_and(|n| sent < n) {
+            return false;
+        }
+        *newest = Some(sent);
+        true
+    }
 }
 
 /// `error.type` of a failed node call: `timeout`, `quarantined` (the
