@@ -30,6 +30,19 @@ fn fresh(cluster: &LocalCluster, config: Config) -> Redlock {
     common::redlock(&cluster.urls(), config)
 }
 
+/// Waits until the clean-up of a failed attempt on `resource` has landed
+/// on every node: it returns within twice the node timeout, and a delete
+/// still in flight then goes on in the background (on a loaded machine the
+/// next attempt could meet the key and be refused).
+async fn cleaned_up(cluster: &LocalCluster, resource: &str) {
+    let (urls, key) = (cluster.urls(), common::key(resource));
+    let gone = common::eventually(Duration::from_secs(5), || {
+        common::holders_any(&urls, &key) == 0
+    })
+    .await;
+    assert!(gone, "a failed attempt's key on {resource} stayed");
+}
+
 /// Node 0's outcome in a failed attempt, or `None` when the lock was taken
 /// (it is then released).
 async fn node_0(redlock: &Redlock, resource: &str) -> Option<NodeOutcome> {
@@ -277,6 +290,7 @@ async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_writt
     let all = fresh(&cluster, config.clone().with_quorum(3));
     let _ = all.try_lock(&resource, MAX_TTL).await; // starts node 0's quarantine
     tokio::time::sleep(config.quarantine().expect("guard on") * 2).await;
+    cleaned_up(&cluster, &resource).await;
     match all.lock_with(&resource, MAX_TTL, &fenced).await {
         Err(Error::NotAcquired(why)) => {
             assert_eq!(
@@ -290,6 +304,7 @@ async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_writt
     }
     // A majority of intact nodes issues the next token and writes it back
     // to node 0, which then counts again.
+    cleaned_up(&cluster, &resource).await;
     let majority = fresh(&cluster, config);
     let second = majority
         .lock_with(&resource, MAX_TTL, &fenced)
