@@ -158,7 +158,7 @@ async fn a_resource_named_like_a_counter_key_does_not_touch_the_counter() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_crash_and_are_cut_off()
+async fn tokens_strictly_increase_over_hundreds_of_acquisitions_while_minorities_crash_and_are_cut_off()
  {
     let cluster = Arc::new(aof_cluster(5));
     let config = fenced_config()
@@ -169,7 +169,12 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
         .with_acquire_timeout(Duration::from_secs(20));
     let redlock = redlock(&cluster.urls(), config);
     let resource = unique("monotonic");
-    const TARGET: usize = 1_000;
+    // 300 by default (about half a minute on a loaded 2-core machine);
+    // REDQUORUM_FENCING_ACQUISITIONS=1000 for a longer run.
+    let target: usize = std::env::var("REDQUORUM_FENCING_ACQUISITIONS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(300);
     let tokens: Arc<Mutex<Vec<(u64, bool)>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
     let acquired = Arc::new(AtomicUsize::new(0));
@@ -242,7 +247,7 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
                     tokens.push((token, !guard.is_expired()));
                 }
                 mine += 1;
-                if acquired.fetch_add(1, Ordering::SeqCst) + 1 >= TARGET {
+                if acquired.fetch_add(1, Ordering::SeqCst) + 1 >= target {
                     done.store(true, Ordering::SeqCst);
                 }
                 // Under faults the release may not reach a quorum.
@@ -264,7 +269,7 @@ async fn tokens_strictly_increase_over_a_thousand_acquisitions_while_minorities_
         started.elapsed(),
         tokens.last()
     );
-    assert!(tokens.len() >= TARGET);
+    assert!(tokens.len() >= target);
     assert!(faults > 0, "the nemesis injected no fault");
     let late = tokens.iter().filter(|(_, valid)| !valid).count();
     assert_eq!(
