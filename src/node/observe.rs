@@ -128,7 +128,7 @@ mod tests {
             .snapshot()
             .into_vec()
             .into_iter()
-            .find(|(key, ..)| key.key().name() == "redquorum.node.up")
+            .find(|(key, ..)| key.key().name() == crate::metrics::NODE_UP)
             .and_then(|(.., value)| match value {
                 DebugValue::Gauge(v) => Some(v.into_inner()),
                 _ => None,
