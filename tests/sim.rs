@@ -193,3 +193,9 @@ fn the_checkers_see_a_release_that_deletes_without_comparing() {
     let report = fires(Control::ReleaseWithoutCompare, &["overlap", "oracle"]);
     assert!(report.is_some(), "no violation seen in 30 seeds");
 }
+
+#[test]
+fn the_checkers_see_extension_rounds_that_race() {
+    let report = fires(Control::RacingExtensions, &["oracle"]);
+    assert!(report.is_some(), "no violation seen in 30 seeds");
+}

@@ -11,7 +11,7 @@ use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
 use crate::node::call::Request;
 use crate::node::commands::Found;
-use crate::quorum::{Decision, Leftover};
+use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
 
@@ -56,6 +56,17 @@ impl Held {
         result
     }
 
+    /// The wait for this lock's other extension rounds
+    /// ([`next_round`](Held::next_round)). Under the simulation's
+    /// `RacingExtensions` control (a negative control), none: rounds race.
+    async fn serialise(&self) -> Option<tokio::sync::MutexGuard<'_, Gates>> {
+        #[cfg(feature = "sim")]
+        if crate::controls::on(crate::testkit::sim::Control::RacingExtensions) {
+            return None;
+        }
+        Some(self.next_round().await)
+    }
+
     /// [`extend_round`](Self::extend_round) inside its span.
     async fn round(&self, shared: &Shared, ttl: &Ttl) -> Result<()> {
         if self.remaining().is_zero() {
@@ -63,7 +74,9 @@ impl Held {
         }
         // One round at a time, each node's call after its call of the last
         // round: a late SET or PEXPIRE must not land after this round's.
-        let mut last = self.next_round().await;
+        let mut serial = self.serialise().await;
+        let mut unchained = Gates::default();
+        let last = serial.as_deref_mut().unwrap_or(&mut unchained);
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
@@ -88,7 +101,7 @@ impl Held {
             Request::extend(&self.keys, &self.value, &ttl.millis, guard)
         });
         let mut round = shared
-            .fan_out("extend", Leftover::Finish, shared.chain(&last), |node| {
+            .fan_out("extend", Leftover::Finish, shared.chain(last), |node| {
                 let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, node));
                 let (node, request) = (Arc::clone(node), Arc::clone(&request));
                 let missing = Arc::clone(&missing);

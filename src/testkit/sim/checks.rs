@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -200,6 +201,11 @@ pub(crate) fn json(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// The record, locked.
+pub(crate) fn record(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
+    record.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

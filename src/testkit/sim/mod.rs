@@ -41,6 +41,7 @@ mod checks;
 pub mod faults;
 mod net;
 pub mod node;
+mod oracle;
 mod rng;
 mod run;
 mod workload;

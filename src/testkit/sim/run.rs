@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::checks::{self, Record, is_ours, lives_for};
+use super::checks::{self, Record};
 use super::faults::{self, Fault, FaultKind, Model};
 use super::node::Persistence;
+use super::oracle::{self, Rules};
 use super::rng::Rng;
 use super::workload::{Client, ClientPlan, draw_clients};
 use super::world::{self, Process, Shared, World};
@@ -29,6 +30,10 @@ pub enum Control {
     MajorityClockJump,
     /// Releases delete the key without comparing its value.
     ReleaseWithoutCompare,
+    /// Extension rounds of one lock run at once (the watchdog's beside an
+    /// explicit `extend`), neither waiting for the other nor chained
+    /// after its calls: the race the round lock closed.
+    RacingExtensions,
 }
 
 /// What to run.
@@ -139,14 +144,18 @@ async fn schedule(plan: &Plan) -> Report {
             start,
             faults: shared_faults.clone(),
             quarantine,
+            world: world.clone(),
+            guarded,
         }));
     }
     let nemesis = tokio::spawn(faults::nemesis(world.clone(), faults.clone()));
-    let oracle = tokio::spawn(watch(
+    let oracle = tokio::spawn(oracle::watch(
         world.clone(),
         record.clone(),
-        faults.clone(),
-        guarded,
+        Rules {
+            faults: shared_faults.clone(),
+            guarded,
+        },
     ));
     let mut tasks = Vec::new();
     for client in &built {
@@ -206,77 +215,6 @@ fn control_faults(control: Option<Control>) -> Vec<Fault> {
             })
         })
         .collect()
-}
-
-/// The oracle, every few virtual milliseconds: a live guard never claims
-/// more validity than a quorum of nodes holds its keys for. A node that
-/// lost its data since the guard was acquired counts as holding when the
-/// restart guard is on (it refuses to vote instead).
-async fn watch(world: Shared, record: Arc<Mutex<Record>>, faults: Vec<Fault>, guarded: bool) {
-    let mut tick = tokio::time::interval(Duration::from_millis(5));
-    loop {
-        tick.tick().await;
-        let world = world::lock(&world);
-        let mut record = record::lock(&record);
-        let now = world.elapsed();
-        let at = tokio::time::Instant::now();
-        let mut found = Vec::new();
-        for live in record.live.values() {
-            let valid_until = live.status.borrow().deadline;
-            if live.value.is_empty() || live.extending || valid_until <= at {
-                continue;
-            }
-            let claim = valid_until - at;
-            for key in &live.keys {
-                let holding = (0..world.node_count())
-                    .filter(|&node| {
-                        let lost = guarded
-                            && faults.iter().any(|f| {
-                                f.at >= live.since && f.at <= now && lost_data(&f.kind, node)
-                            });
-                        let server = world.server(node);
-                        let ours = server
-                            .value(now, key)
-                            .is_some_and(|stored| is_ours(&stored, &live.value));
-                        let rate = server.clock().rate();
-                        let lives = lives_for(server.pttl(now, key), rate);
-                        lost || (ours
-                            && lives.is_some_and(|l| l + Duration::from_millis(2) >= claim))
-                    })
-                    .count();
-                if holding < live.quorum {
-                    let seen: Vec<String> = (0..world.node_count())
-                        .map(|node| {
-                            let server = world.server(node);
-                            let stored = server.value(now, key).map_or_else(
-                                || "-".to_owned(),
-                                |v| String::from_utf8_lossy(&v).chars().take(8).collect(),
-                            );
-                            format!("{stored}/{}", server.pttl(now, key))
-                        })
-                        .collect();
-                    found.push(format!(
-                        "oracle at {now:?}: a guard ({}) claims {claim:?} more on {key}, but only \
-                         {holding} nodes hold it that long (quorum {}; nodes: {})",
-                        live.value.chars().take(8).collect::<String>(),
-                        live.quorum,
-                        seen.join(" ")
-                    ));
-                }
-            }
-        }
-        for violation in found {
-            record.violation(violation);
-        }
-    }
-}
-
-/// A fault that makes `node` forget keys.
-fn lost_data(kind: &FaultKind, node: usize) -> bool {
-    kind.loses_keys()
-        && matches!(kind, FaultKind::Restart { node: n, .. }
-            | FaultKind::Flush { node: n }
-            | FaultKind::Failover { node: n, .. } if *n == node)
 }
 
 /// After the workload: every fault healed, quarantines over, then each
@@ -403,7 +341,7 @@ mod record {
     use super::Record;
 
     pub(super) fn lock(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
-        super::super::workload::record(record)
+        super::super::checks::record(record)
     }
 
     pub(super) fn violation(record: &Mutex<Record>, what: String) {

@@ -2,13 +2,14 @@
 //! a loop of lock operations (every kind of call the library offers),
 //! recording every hold and every result for the checkers.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::checks::{Hold, Live, Record, json};
+use super::checks::{Hold, Live, Record, json, record};
 use super::faults::{Fault, FaultKind, answers};
+use super::oracle::{self, Rules};
 use super::rng::Rng;
 use crate::{Config, Error, LockGuard, LockOptions, Redlock};
 
@@ -74,11 +75,10 @@ pub(crate) struct Client {
     pub(crate) faults: Arc<Vec<Fault>>,
     /// The longest restart-guard quarantine among the clients.
     pub(crate) quarantine: Option<Duration>,
-}
-
-/// The record, locked.
-pub(crate) fn record(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
-    record.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The simulated nodes, for the oracle's check after an extension.
+    pub(crate) world: super::world::Shared,
+    /// Every client runs the restart guard.
+    pub(crate) guarded: bool,
 }
 
 impl Client {
@@ -88,6 +88,20 @@ impl Client {
 
     fn virtual_of(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.start)
+    }
+
+    /// Runs the oracle on guard `live` at once, with no await, so the
+    /// schedule is the same as without it.
+    fn check_now(&self, live: u64) {
+        let world = super::world::lock(&self.world);
+        let mut record = record(&self.record);
+        let rules = Rules {
+            faults: self.faults.clone(),
+            guarded: self.guarded,
+        };
+        for violation in oracle::check(&world, &record, &rules, Some(live)) {
+            record.violation(violation);
+        }
     }
 
     /// Runs operations until `until` (virtual time since the start).
@@ -160,7 +174,8 @@ impl Client {
                 match got {
                     Ok(mut guard) => {
                         guard.auto_extend();
-                        self.hold_for(guard, "auto_extend", invoked, ttl * 3, rng)
+                        let hold = (ttl * 3, Some(ttl));
+                        self.hold_for(guard, "auto_extend", invoked, hold, rng)
                             .await;
                     }
                     Err(e) => self.log("auto_extend", resource, invoked, &describe(&e)),
@@ -183,20 +198,21 @@ impl Client {
             Ok(guard) => {
                 let ttl = self.ttl(rng);
                 let hold = Duration::from_millis(rng.between(0, ttl.as_millis() as u64 * 3 / 2));
-                self.hold_for(guard, op, invoked, hold, rng).await;
+                self.hold_for(guard, op, invoked, (hold, None), rng).await;
             }
             Err(e) => self.log(op, resource, invoked, &describe(&e)),
         }
     }
 
     /// Holds `guard` for `hold`, sometimes extending it, then releases it
-    /// (or drops it), recording the hold.
+    /// (or drops it), recording the hold. `watched`: the TTL the watchdog
+    /// extends the guard to, when it runs.
     async fn hold_for(
         &self,
         mut guard: LockGuard,
         op: &str,
         invoked: Duration,
-        hold: Duration,
+        (hold, watched): (Duration, Option<Duration>),
         rng: &mut Rng,
     ) {
         let start = self.now();
@@ -208,6 +224,9 @@ impl Client {
             tokio::time::sleep(hold / u32::try_from(steps).unwrap_or(1)).await;
             if rng.chance(0.3) {
                 let ttl = self.ttl(rng);
+                if let Some(watched) = watched {
+                    self.just_before_the_watchdog(&guard, watched, rng).await;
+                }
                 let invoked = self.now();
                 record(&self.record).extending(live);
                 let extended = guard.extend(ttl).await;
@@ -216,6 +235,7 @@ impl Client {
                     .map_or_else(describe, |()| "ok".to_owned());
                 self.log("extend", guard.resource(), invoked, &result);
                 record(&self.record).extended(live);
+                self.check_now(live);
             }
         }
         let end = self.now().min(self.virtual_of(guard.valid_until()));
@@ -229,6 +249,22 @@ impl Client {
             self.log("release", "-", invoked, &result);
         } else {
             drop(guard);
+        }
+    }
+
+    /// Sometimes waits until a millisecond or two before the watchdog's
+    /// next round of `guard` (which extends it to `watched`), so that an
+    /// explicit extension meets it. Draws from a side stream: the
+    /// workload's own draws are the same either way.
+    async fn just_before_the_watchdog(&self, guard: &LockGuard, watched: Duration, rng: &Rng) {
+        let mut side = rng.fork(0x5eed);
+        if !side.chance(0.5) {
+            return;
+        }
+        let lead = watched.mul_f64(self.plan.config.extend_at())
+            + Duration::from_millis(side.between(0, 2));
+        if let Some(at) = guard.valid_until().checked_sub(lead) {
+            tokio::time::sleep_until(at).await;
         }
     }
 
