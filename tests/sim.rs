@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use redquorum::testkit::sim::faults::{Fault, FaultKind};
 use redquorum::testkit::sim::{Control, Plan, Report, batch, run, shrink};
 
 /// Seeds that once found a defect, each with what it found: they must pass.
@@ -154,6 +155,32 @@ fn one_seed_replays_the_same_history() {
         );
         assert!(a.ops > 0, "seed {seed} ran no operation");
     }
+}
+
+#[test]
+fn a_client_paused_past_the_span_is_asked_for_liveness_once_its_pause_is_over() {
+    // As seed 42783 of a long batch was (client 2 paused from 9.388 s for
+    // 2.859 s): its commands still waited in its links when the final
+    // phase asked every client for a lock on healed nodes.
+    let mut failed = Vec::new();
+    for seed in [42783, 1, 2, 3] {
+        let report = run(&Plan {
+            seed,
+            faults: Some(vec![Fault {
+                at: Duration::from_millis(9_388),
+                lasts: Duration::from_secs(5),
+                kind: FaultKind::PauseClient { client: 2 },
+            }]),
+            ..Plan::default()
+        });
+        failed.extend(
+            report
+                .violations
+                .iter()
+                .map(|v| format!("seed {seed}: {v}")),
+        );
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// A control must be seen, as two holders at once or a guard claiming
