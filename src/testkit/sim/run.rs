@@ -168,7 +168,10 @@ async fn schedule(plan: &Plan) -> Report {
             record::violation(&record, format!("a client task failed: {e}"));
         }
     }
-    nemesis.abort();
+    // Faults drawn near the end of the span may outlast it (a client's
+    // paused traffic still waits in its links): the final phase starts once
+    // the last one is over.
+    let _ = nemesis.await;
     oracle.abort();
     final_phase(&world, &record, &built, &mut root.fork(3), guarded).await;
     let commands = world::lock(&world).delivered;
