@@ -42,6 +42,7 @@ pub mod faults;
 mod net;
 pub mod node;
 mod oracle;
+mod reasons;
 mod rng;
 mod run;
 mod workload;

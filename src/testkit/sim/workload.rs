@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::checks::{Hold, Live, Record, json, record};
 use super::faults::{Fault, FaultKind, answers};
 use super::oracle::{self, Rules};
+use super::reasons;
 use super::rng::Rng;
 use crate::{Config, Error, LockGuard, LockOptions, Redlock};
 
@@ -137,13 +138,17 @@ impl Client {
                 }
             }
             3 => {
-                let options = match rng.below(4) {
+                let choice = rng.below(4);
+                let options = match choice {
                     0 => LockOptions::new().no_wait(),
                     1 => LockOptions::new().wait(Duration::from_millis(rng.between(10, 1_000))),
                     2 => LockOptions::new().retries(u32::try_from(rng.below(4)).unwrap_or(0)),
                     _ => LockOptions::new().fencing(true),
                 };
                 let got = self.redlock.lock_with(resource, ttl, &options).await;
+                if let (3, Ok(guard)) = (choice, &got) {
+                    self.check_tokens(guard);
+                }
                 self.held("lock_with", resource, invoked, got, rng).await;
             }
             4 => {
@@ -178,7 +183,7 @@ impl Client {
                         self.hold_for(guard, "auto_extend", invoked, hold, rng)
                             .await;
                     }
-                    Err(e) => self.log("auto_extend", resource, invoked, &describe(&e)),
+                    Err(e) => self.log("auto_extend", resource, invoked, &self.describe(&e)),
                 }
             }
         }
@@ -200,7 +205,7 @@ impl Client {
                 let hold = Duration::from_millis(rng.between(0, ttl.as_millis() as u64 * 3 / 2));
                 self.hold_for(guard, op, invoked, (hold, None), rng).await;
             }
-            Err(e) => self.log(op, resource, invoked, &describe(&e)),
+            Err(e) => self.log(op, resource, invoked, &self.describe(&e)),
         }
     }
 
@@ -232,7 +237,7 @@ impl Client {
                 let extended = guard.extend(ttl).await;
                 let result = extended
                     .as_ref()
-                    .map_or_else(describe, |()| "ok".to_owned());
+                    .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
                 self.log("extend", guard.resource(), invoked, &result);
                 record(&self.record).extended(live);
                 self.check_now(live);
@@ -245,7 +250,7 @@ impl Client {
             let released = guard.release().await;
             let result = released
                 .as_ref()
-                .map_or_else(describe, |()| "ok".to_owned());
+                .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
             self.log("release", "-", invoked, &result);
         } else {
             drop(guard);
@@ -301,7 +306,7 @@ impl Client {
             let done = self.redlock.with_lock(resource, ttl, body).await;
             ("with_lock", done.map(|()| "ok"))
         };
-        let result = result.map_or_else(|e| describe(&e), str::to_owned);
+        let result = result.map_or_else(|e| self.describe(&e), str::to_owned);
         self.log(op, resource, invoked, &result);
     }
 
@@ -317,6 +322,9 @@ impl Client {
             .map(|r| crate::keys::lock_key(prefix, r))
             .collect();
         let reentrant = REENTRANT.contains(&guard.resource());
+        if self.plan.config.fencing() && !reentrant {
+            self.check_tokens(guard);
+        }
         let live = Live {
             keys,
             value: if reentrant {
@@ -330,6 +338,20 @@ impl Client {
             extending: false,
         };
         record(&self.record).go_live(live)
+    }
+
+    /// A fenced guard carries one token per resource.
+    fn check_tokens(&self, guard: &LockGuard) {
+        let tokens = guard.fencing_tokens().map_or(0, <[u64]>::len);
+        if tokens != guard.resources().len() {
+            record(&self.record).violation(format!(
+                "fencing: client {}'s fenced guard on {} carries {tokens} token(s) for {} \
+                 resource(s)",
+                self.index,
+                guard.resource(),
+                guard.resources().len()
+            ));
+        }
     }
 
     fn finish(&self, live: u64, guard: &LockGuard, holder: String, start: Duration, end: Duration) {
@@ -348,6 +370,21 @@ impl Client {
             end,
             tokens: guard.fencing_tokens().map(<[u64]>::to_vec),
         });
+    }
+
+    /// [`describe`], after checking a failed round's reason
+    /// ([`reasons::misclassified`]).
+    fn describe(&self, e: &Error) -> String {
+        if let Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts) = e
+            && let Some(wrong) = reasons::misclassified(attempts)
+        {
+            record(&self.record).violation(format!(
+                "reason: client {}'s failed round on {}: {wrong}",
+                self.index,
+                attempts.resource()
+            ));
+        }
+        describe(e)
     }
 
     fn log(&self, op: &str, resource: &str, invoked: Duration, result: &str) {
