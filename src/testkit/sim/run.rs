@@ -4,6 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::checks::{self, Record};
 use super::faults::{self, Fault, FaultKind, Model};
 use super::node::Persistence;
@@ -263,7 +265,8 @@ async fn final_phase(
         .map(|c| c.plan.config.node_timeout())
         .min()
         .unwrap_or_default();
-    if all_below_n && rng.chance(0.5) {
+    let slowed = all_below_n && rng.chance(0.5);
+    if slowed {
         let by = slowest.mul_f64(0.5 + rng.unit() * 1.5);
         let node = rng.below(NODES);
         world::lock(world).set_node_links(node, world::LinkMode::Slow(by));
@@ -309,7 +312,23 @@ async fn final_phase(
                     }
                 }
             }
+            // What is left in the background is the last rounds' calls,
+            // each over within one node timeout (a chained delete: two);
+            // on healthy nodes they answer at once.
+            let draining = Instant::now();
             client.redlock.shutdown().await;
+            let took = draining.elapsed();
+            let timeout = client.plan.config.node_timeout();
+            if !slowed && took > timeout {
+                record::violation(
+                    &record,
+                    format!(
+                        "drain: client {}'s shutdown() on healthy nodes took {took:?}, beyond \
+                         one node timeout ({timeout:?})",
+                        client.index
+                    ),
+                );
+            }
         }));
     }
     for task in tasks {
