@@ -226,3 +226,9 @@ fn the_checkers_see_extension_rounds_that_race() {
     let report = fires(Control::RacingExtensions, &["oracle"]);
     assert!(report.is_some(), "no violation seen in 30 seeds");
 }
+
+#[test]
+fn the_checkers_see_a_watchdog_that_outlives_its_guard() {
+    let report = fires(Control::LeakedWatchdog, &["growth"]);
+    assert!(report.is_some(), "no growth seen in 30 seeds");
+}

@@ -45,7 +45,11 @@ pub(crate) fn misclassified(attempts: &Attempts) -> Option<String> {
         return Some(format!(
             "an unconfirmed {} with {} of {} nodes refusing: the lock is gone (expired), \
              not unconfirmed",
-            if attempts.is_release() { "release" } else { "extension" },
+            if attempts.is_release() {
+                "release"
+            } else {
+                "extension"
+            },
             attempts.refused(),
             attempts.nodes().len()
         ));

@@ -36,6 +36,9 @@ pub enum Control {
     /// explicit `extend`), neither waiting for the other nor chained
     /// after its calls: the race the round lock closed.
     RacingExtensions,
+    /// The workload forgets (`mem::forget`) auto-extended guards, their
+    /// watchdogs running: tasks that outlive their work.
+    LeakedWatchdog,
 }
 
 /// What to run.
@@ -150,6 +153,9 @@ async fn schedule(plan: &Plan) -> Report {
             guarded,
         }));
     }
+    let tasks_before = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
     let nemesis = tokio::spawn(faults::nemesis(world.clone(), faults.clone()));
     let oracle = tokio::spawn(oracle::watch(
         world.clone(),
@@ -176,6 +182,20 @@ async fn schedule(plan: &Plan) -> Report {
     let _ = nemesis.await;
     oracle.abort();
     final_phase(&world, &record, &built, &mut root.fork(3), guarded).await;
+    let tasks_after = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    if tasks_after > tasks_before {
+        // Every guard is gone, every watchdog stopped, every background
+        // round drained: nothing the run started may still be alive.
+        record::violation(
+            &record,
+            format!(
+                "growth: {tasks_after} tasks alive after the final phase, {tasks_before} before \
+                 the workload began"
+            ),
+        );
+    }
     let commands = world::lock(&world).delivered;
     let mut record = record::take(&record);
     let overlaps = checks::overlaps(&record.holds);

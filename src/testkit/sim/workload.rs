@@ -179,6 +179,11 @@ impl Client {
                 match got {
                     Ok(mut guard) => {
                         guard.auto_extend();
+                        if crate::controls::on(super::Control::LeakedWatchdog) {
+                            self.log("auto_extend", resource, invoked, "leaked");
+                            std::mem::forget(guard);
+                            return;
+                        }
                         let hold = (ttl * 3, Some(ttl));
                         self.hold_for(guard, "auto_extend", invoked, hold, rng)
                             .await;
