@@ -377,12 +377,21 @@ impl Client {
         });
     }
 
-    /// [`describe`], after checking a failed round's reason
+    /// [`describe`], after checking a failed round's report: it names a
+    /// resource of the workload, and its reason is right
     /// ([`reasons::misclassified`]).
     fn describe(&self, e: &Error) -> String {
-        if let Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts) = e
-            && let Some(wrong) = reasons::misclassified(attempts)
-        {
+        let (Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts)) = e else {
+            return describe(e);
+        };
+        let named = attempts.resource();
+        if !PLAIN.contains(&named) && !REENTRANT.contains(&named) {
+            record(&self.record).violation(format!(
+                "report: client {}'s failed round names resource {named:?}, not one it locks",
+                self.index
+            ));
+        }
+        if let Some(wrong) = reasons::misclassified(attempts) {
             record(&self.record).violation(format!(
                 "reason: client {}'s failed round on {}: {wrong}",
                 self.index,
