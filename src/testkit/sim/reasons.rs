@@ -1,10 +1,11 @@
 //! The reason a failed round gives, checked against what the docs say of
 //! it: exactly one of the four `is_*` predicates holds and it is the
 //! reason's, the reason's label is its documented one, and the node answers
-//! bear it out; a release or an extension is "not confirmed" only while
-//! refusals leave a quorum possible (otherwise the lock is gone: expired).
+//! bear it out; a round is lost only once no quorum can grant; a release
+//! or an extension is "not confirmed" only while refusals leave a quorum
+//! possible (otherwise the lock is gone: expired).
 
-use crate::{Attempts, Reason};
+use crate::{Attempts, NodeOutcome, Reason};
 
 /// The documented label of each reason.
 const LABELS: [(Reason, &str); 4] = [
@@ -41,6 +42,19 @@ pub(crate) fn misclassified(attempts: &Attempts) -> Option<String> {
         ));
     }
     let spare = attempts.nodes().len().saturating_sub(attempts.quorum());
+    let pending = attempts
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.outcome(), NodeOutcome::Pending))
+        .count();
+    if reason != Reason::ValidityExhausted && attempts.granted() + pending >= attempts.quorum() {
+        return Some(format!(
+            "decided lost with {} granted and {pending} not answered yet: a quorum was still \
+             possible (quorum {})",
+            attempts.granted(),
+            attempts.quorum()
+        ));
+    }
     if (attempts.is_release() || attempts.is_extension()) && attempts.refused() > spare {
         return Some(format!(
             "an unconfirmed {} with {} of {} nodes refusing: the lock is gone (expired), \
@@ -77,7 +91,7 @@ pub(crate) fn misclassified(attempts: &Attempts) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NodeOutcome, NodeReport};
+    use crate::NodeReport;
 
     fn attempts(outcomes: &[NodeOutcome], exhausted: bool) -> Attempts {
         let nodes = outcomes
@@ -107,6 +121,13 @@ mod tests {
         use NodeOutcome::{Granted, TimedOut};
         // Exhausted validity claimed without a quorum of grants.
         let round = attempts(&[Granted, TimedOut, TimedOut, TimedOut, TimedOut], true);
+        assert!(misclassified(&round).is_some());
+    }
+
+    #[test]
+    fn the_check_sees_a_round_lost_while_a_quorum_could_still_grant() {
+        use NodeOutcome::{Granted, Pending, Refused};
+        let round = attempts(&[Granted, Refused, Refused, Pending, Pending], false);
         assert!(misclassified(&round).is_some());
     }
 

@@ -285,11 +285,12 @@ async fn final_phase(
         .map(|c| c.plan.config.node_timeout())
         .min()
         .unwrap_or_default();
-    let slowed = all_below_n && rng.chance(0.5);
-    if slowed {
+    let mut slow = None;
+    if all_below_n && rng.chance(0.5) {
         let by = slowest.mul_f64(0.5 + rng.unit() * 1.5);
         let node = rng.below(NODES);
         world::lock(world).set_node_links(node, world::LinkMode::Slow(by));
+        slow = Some(by);
     }
     // Clients that announce different restart-guard quarantines are
     // refused as misconfigured (typed, not retried): expected, not a
@@ -301,6 +302,7 @@ async fn final_phase(
     for client in clients {
         let client = client.clone();
         let record = record.clone();
+        let world = world.clone();
         tasks.push(tokio::spawn(async move {
             let resources: Vec<String> = (0..3)
                 .map(|k| format!("live-{}-{k}", client.index))
@@ -339,7 +341,7 @@ async fn final_phase(
             client.redlock.shutdown().await;
             let took = draining.elapsed();
             let timeout = client.plan.config.node_timeout();
-            if !slowed && took > timeout {
+            if slow.is_none() && took > timeout {
                 record::violation(
                     &record,
                     format!(
@@ -349,31 +351,33 @@ async fn final_phase(
                     ),
                 );
             }
+            // Every delete was sent by now: once the slow link delivered
+            // the last ones, none of this client's keys is left.
+            tokio::time::sleep(slow.unwrap_or_default() * 2 + Duration::from_millis(20)).await;
+            let world = world::lock(&world);
+            let now = world.elapsed();
+            let ours = format!("lock:live-{}-", client.index);
+            for node in (0..world.node_count()).filter(|&n| world.process(n) == Process::Up) {
+                for key in world.server(node).keys(now) {
+                    if key.contains(&ours) {
+                        record::violation(
+                            &record,
+                            format!(
+                                "leftover: {key} is still on node {node} after client {}'s \
+                                 shutdown()",
+                                client.index
+                            ),
+                        );
+                    }
+                }
+            }
         }));
     }
     for task in tasks {
         let _ = task.await;
     }
+    // Time for the last calls to end, for the check that no task is left.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let world = world::lock(world);
-    let now = world.elapsed();
-    let mut found = Vec::new();
-    for node in 0..world.node_count() {
-        if world.process(node) != Process::Up {
-            continue;
-        }
-        for key in world.server(node).keys(now) {
-            if key.contains("lock:live-") {
-                found.push(format!(
-                    "leftover: {key} is still on node {node} after every client's shutdown()"
-                ));
-            }
-        }
-    }
-    drop(world);
-    for violation in found {
-        record::violation(record, violation);
-    }
 }
 
 /// Helpers on the shared record.
