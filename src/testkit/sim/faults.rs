@@ -116,6 +116,20 @@ impl FaultKind {
     }
 
     /// True for faults that are over as soon as they happen.
+    /// A state of a node or link that lasts until the fault ends (and
+    /// that another fault's end could overwrite).
+    fn holds_a_state(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Slow { .. }
+                | FaultKind::DropReplies { .. }
+                | FaultKind::Cut { .. }
+                | FaultKind::Reset { .. }
+                | FaultKind::Hang { .. }
+                | FaultKind::Kill { .. }
+        )
+    }
+
     fn instant(&self) -> bool {
         matches!(
             self,
@@ -303,6 +317,21 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
             begin(&mut world, &faults[i]);
         } else {
             end(&mut world, &faults[i]);
+            // Ending one fault must not lift another still in force on the
+            // same node or link (a slow link's end would pass replies a
+            // drop-replies fault still drops): those begin again, in the
+            // order they began.
+            let mut held: Vec<&Fault> = faults
+                .iter()
+                .enumerate()
+                .filter(|&(j, f)| j != i && f.kind.holds_a_state() && f.at < at)
+                .filter(|&(_, f)| at < f.at + f.lasts)
+                .map(|(_, f)| f)
+                .collect();
+            held.sort_by_key(|f| f.at);
+            for fault in held {
+                begin(&mut world, fault);
+            }
         }
     }
 }
