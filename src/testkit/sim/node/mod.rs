@@ -406,6 +406,11 @@ impl SimNode {
         self.core().master = master;
     }
 
+    /// Whether the script cache holds the script of SHA1 `sha` (hex).
+    pub fn knows_script(&self, sha: &str) -> bool {
+        lock(&self.core).scripts.contains(&sha.to_ascii_lowercase())
+    }
+
     /// The live process's `run_id` (`INFO server`).
     pub fn run_id(&self) -> &str {
         &self.run_id
