@@ -27,13 +27,7 @@ fn seeds_from(text: &str) -> Vec<u64> {
 /// Violations of known open defects (the reliability issue's), by the
 /// text the checker writes: a batch lists them and does not fail on them.
 /// Each fix empties its line, and its seed goes into `sim-seeds.txt`.
-const KNOWN_OPEN: &[&str] = &[
-    // Seed 43751: a node restarted (empty script cache) and then slower
-    // than a client's node timeout answers every EVALSHA with NOSCRIPT after
-    // the call's bound, so no call reads it, the script is never loaded,
-    // and that node's deletes never run: the keys stay there for their TTL.
-    "late NOSCRIPT",
-];
+const KNOWN_OPEN: &[&str] = &[];
 
 fn known_open(violation: &str) -> bool {
     KNOWN_OPEN.iter().any(|known| violation.contains(known))
