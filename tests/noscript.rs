@@ -82,3 +82,46 @@ async fn scripts_work_again_on_a_restarted_node() {
         .await
     );
 }
+
+#[tokio::test]
+async fn a_release_still_deletes_on_a_node_that_forgot_its_scripts_and_answers_after_every_call_gave_up()
+ {
+    let cluster = cluster(5);
+    let urls = cluster.direct_urls();
+    let redlock = redlock(
+        &cluster.urls(),
+        fast_config().with_node_timeout(Duration::from_millis(200)),
+    );
+    let resource = unique("forgot-and-hung");
+    let mut guard = redlock
+        .try_lock(&resource, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let value = guard.value().to_owned();
+    assert!(settles_on(&urls, &key(&resource), &value, urls.len()).await);
+    // Node 0 forgets its scripts (as after a restart that kept its keys),
+    // then answers nothing until every call below has given up on it.
+    query::<()>(&urls[0], &redis::cmd("SCRIPT").arg("FLUSH").to_owned()).unwrap();
+    cluster.pause(0).unwrap();
+    guard
+        .extend(Duration::from_secs(30))
+        .await
+        .expect("extend on 4 of 5 nodes");
+    // The extend's call to node 0 times out.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    guard.release().await.expect("release on 4 of 5 nodes");
+    // The background clean-up is over: nothing is sent to node 0 again.
+    redlock.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.resume(0).unwrap();
+    // Node 0 now runs what it was sent, in order: it must delete the key.
+    let gone = eventually(Duration::from_secs(5), || {
+        get(&urls[0], &key(&resource)).is_none()
+    })
+    .await;
+    assert!(
+        gone,
+        "node 0 still holds the released lock: {:?}",
+        get(&urls[0], &key(&resource))
+    );
+}
