@@ -214,12 +214,42 @@ impl Node {
     /// land out of order with the calls that follow it; its error is the
     /// answer, and the next call uses the new connection.
     pub(crate) async fn send<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
+        if let Some(script) = request.script.filter(|_| request.deletes())
+            && self.doubts_scripts()
+        {
+            return Box::pin(self.send_after_load(request, script)).await;
+        }
         let mut conn = self.connection()?;
         match unsent(request.cmd.query_async(&mut conn)).await {
             Ok(Ok(reply)) => Ok(reply),
             // Rare: boxed, so that the common call stays a small future.
             Ok(Err(e)) => Box::pin(self.recover(request, conn, e)).await,
             Err(_) => Box::pin(self.send_again(request)).await,
+        }
+    }
+
+    /// [`send`](Self::send) of a delete to a node that may have lost its
+    /// scripts ([`Node::doubts_scripts`]): `SCRIPT LOAD` of the delete
+    /// script, then the delete, written one after the other without
+    /// waiting for the load's answer. The node runs both in that order
+    /// even if nobody reads their answers (a slow node's `NOSCRIPT` would
+    /// come after the call gave up, and the delete would never run).
+    async fn send_after_load<T: FromRedisValue>(
+        &self,
+        request: &Request,
+        script: &'static Lua,
+    ) -> NodeResult<T> {
+        let conn = self.connection()?;
+        let (mut for_load, mut for_delete) = (conn.clone(), conn.clone());
+        let load = script.load_async(&mut for_load);
+        let delete = request.cmd.query_async::<T>(&mut for_delete);
+        let (loaded, answer) = futures_util::future::join(load, delete).await;
+        if loaded.is_ok() {
+            self.set_doubts_scripts(false);
+        }
+        match answer {
+            Ok(reply) => Ok(reply),
+            Err(e) => Box::pin(self.recover(request, conn, e)).await,
         }
     }
 

@@ -117,6 +117,11 @@ pub(crate) struct Node {
     pub(crate) labels: crate::metrics::NodeLabels,
     /// Which answer the reachability gauge last took.
     newest_answer: observe::NewestAnswer,
+    /// A call timed out or its connection failed since the node last took
+    /// our delete script: it may have restarted or be too slow to read a
+    /// `NOSCRIPT` in time, so deletes are sent after the script's load
+    /// ([`Node::send`]).
+    doubts_scripts: std::sync::atomic::AtomicBool,
     /// The restart guard, when it is on.
     pub(crate) guard: Option<guard::Guard>,
     /// The simulated node this one talks to instead (feature `sim`).
@@ -144,6 +149,7 @@ impl Node {
             name,
             labels: crate::metrics::NodeLabels::new(&server),
             newest_answer: observe::NewestAnswer::default(),
+            doubts_scripts: std::sync::atomic::AtomicBool::new(false),
             server,
             client,
             conn: Mutex::new(Vec::new()),
@@ -188,6 +194,21 @@ impl Node {
     /// The server's normalised address (no database, no credentials).
     pub(crate) fn server(&self) -> &str {
         &self.server
+    }
+
+    /// Whether the node may have lost our delete script since it last
+    /// took it: deletes then go out after a `SCRIPT LOAD`.
+    pub(crate) fn doubts_scripts(&self) -> bool {
+        self.doubts_scripts
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records that the node may have lost the delete script (`true`), or
+    /// that it has just taken it (`false`); see
+    /// [`doubts_scripts`](Self::doubts_scripts).
+    pub(crate) fn set_doubts_scripts(&self, doubt: bool) {
+        self.doubts_scripts
+            .store(doubt, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The limit on one call to this node.

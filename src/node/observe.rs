@@ -43,6 +43,12 @@ pub(crate) fn answered<T>(
             FailureKind::ConnectionRefused | FailureKind::Io | FailureKind::Tls
         ),
     };
+    if !up {
+        // Timed out or cut off: if it restarted meanwhile, or is too slow
+        // for a NOSCRIPT to be read in time, its next delete must not
+        // depend on one.
+        node.set_doubts_scripts(true);
+    }
     // Answers are reported as their rounds read them: an older call's
     // late answer may come after a newer call's, and is older news.
     let up = node.newest_answer.is_newest(elapsed).then_some(up);
