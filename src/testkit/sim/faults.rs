@@ -317,10 +317,13 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
             begin(&mut world, &faults[i]);
         } else {
             end(&mut world, &faults[i]);
-            // Ending one fault must not lift another still in force on the
-            // same node or link (a slow link's end would pass replies a
-            // drop-replies fault still drops): those begin again, in the
-            // order they began.
+        }
+        if !starts || faults[i].kind.instant() {
+            // Ending one fault, or a restart, must not lift another still
+            // in force on the same node or link (a slow link's end would
+            // pass replies a drop-replies fault still drops; a restart
+            // would wake a hung node): those begin again, in the order
+            // they began.
             let mut held: Vec<&Fault> = faults
                 .iter()
                 .enumerate()
