@@ -9,6 +9,8 @@ cargo test --all-features "$@" -- --show-output
 # With both TLS features on, redis uses rustls: the TLS tests run once more
 # with each backend alone (native-tls; rustls without tls-rustls-insecure).
 if [ "$#" -eq 0 ]; then
+  # The demo's own unit tests (its SVG timeline).
+  cargo test -p redquorum-demo
   cargo test --features testkit,tls-native-tls --test tls
   cargo test --features testkit,tls-rustls --test tls
 fi

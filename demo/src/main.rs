@@ -15,9 +15,14 @@
 
 use std::time::Duration;
 
-use redquorum::testkit::{History, LocalCluster, NodeState, Nodes, Timeline};
+mod svg;
+mod timeline;
+
+use redquorum::testkit::{History, LocalCluster, NodeState, Nodes};
 use redquorum::{Config, Error, Redlock};
 use tokio::time::Instant;
+
+use crate::timeline::Timeline;
 
 const WORKERS: usize = 6;
 const TTL: Duration = Duration::from_millis(1_000);
@@ -163,7 +168,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             redlock.node_count(),
             redlock.quorum()
         );
-        history.write_svg(&path, &timeline, &title)?;
+        svg::write_svg(&history, &path, &timeline, &title)?;
         println!("timeline written to {path}");
     }
     if overlaps > 0 || total == 0 {

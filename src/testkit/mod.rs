@@ -38,8 +38,6 @@ mod server;
 #[cfg(feature = "sim")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
-mod svg;
-mod timeline;
 
 pub use builder::{LocalClusterBuilder, REDIS_SERVER_BIN_ENV};
 pub use certs::TestCertificates;
@@ -52,4 +50,3 @@ pub use nodes::{Nodes, REDLOCK_NODES_ENV};
 pub use oracle::{KeyLife, ORACLE_TOLERANCE, Oracle, Violation, quorum_life};
 pub use proxy::ProxyMode;
 pub use server::NodeState;
-pub use timeline::Timeline;

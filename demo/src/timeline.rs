@@ -1,42 +1,30 @@
 //! [`Timeline`]: what happened to the nodes during a run (their states and
-//! the faults injected), to draw beside a [`History`](super::History)'s
-//! holds with [`History::write_svg`](super::History::write_svg).
+//! the faults injected), to draw beside a `History`'s holds with
+//! [`write_svg`](crate::svg::write_svg).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::time::Instant;
 
-use super::cluster::LocalCluster;
-use super::server::NodeState;
+use redquorum::testkit::{LocalCluster, NodeState};
 
 /// Node states and fault marks over a run, on the monotonic clock the
 /// holds are recorded on. Cheap to clone; clones share the record.
 ///
-/// ```
-/// use redquorum::testkit::{History, NodeState, Timeline};
-/// use tokio::time::Instant;
-///
-/// let start = Instant::now();
-/// let timeline = Timeline::new(start, ["node 0", "node 1", "node 2"]);
-/// timeline.mark("kill node 1");
-/// timeline.node(1, NodeState::Down);
-/// let svg = History::default().svg(&timeline, "three nodes, no holds");
-/// assert!(svg.starts_with("<svg") && svg.contains("kill node 1"));
-/// ```
 #[derive(Clone, Debug)]
 pub struct Timeline {
     inner: Arc<Mutex<Inner>>,
 }
 
 #[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) start: Instant,
-    pub(crate) nodes: Vec<String>,
+pub struct Inner {
+    pub start: Instant,
+    pub nodes: Vec<String>,
     /// Node state changes, in the order recorded; every node starts up.
-    pub(crate) states: Vec<(Instant, usize, NodeState)>,
-    pub(crate) marks: Vec<(Instant, String)>,
+    pub states: Vec<(Instant, usize, NodeState)>,
+    pub marks: Vec<(Instant, String)>,
     /// The end of the run, once known.
-    pub(crate) end: Option<Instant>,
+    pub end: Option<Instant>,
 }
 
 impl Timeline {
@@ -96,7 +84,7 @@ impl Timeline {
         self.lock().end = Some(Instant::now());
     }
 
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
