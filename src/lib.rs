@@ -293,6 +293,7 @@
 //!   and per-node votes and latency through the `metrics` facade; the
 //!   [`metrics`] module has the table.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]

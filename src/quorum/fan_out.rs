@@ -30,7 +30,10 @@ struct Calls<C> {
     keep: bool,
 }
 
-impl<T, C: Future<Output = Answer<T>>> Calls<C> {
+/// The crate's only unsafe code: the pin projection into the calls' slice
+/// (`#![deny(unsafe_code)]` elsewhere). Its unit tests run under Miri.
+#[allow(unsafe_code)]
+impl<C> Calls<C> {
     /// Node `index`'s call, if still in flight.
     fn call(&mut self, index: usize) -> Option<Pin<&mut C>> {
         // SAFETY: the calls never move out of their pinned slice: each is
@@ -58,7 +61,9 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
             _ => false,
         }
     }
+}
 
+impl<T, C: Future<Output = Answer<T>>> Calls<C> {
     /// Polls every call in flight once; `answered(index, answer)` is told
     /// of each that is over, and returns true to end the drive after this
     /// pass. The pass goes on to the end: answers that came together are
@@ -345,5 +350,77 @@ async fn finish<T, C>(
             };
             chain.background.spawn(task.in_current_span());
         }
+    }
+}
+
+/// The pin projection of [`Calls`], on calls that must not move (each
+/// borrows its own state across an await). Plain `std`, no runtime and no
+/// I/O, so that Miri can run them (`cargo miri test --lib fan_out`, on a
+/// nightly toolchain with Miri) and check the unsafe blocks above.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Waker;
+
+    /// Adds one to its counter when dropped.
+    struct Dropped<'a>(&'a AtomicUsize);
+
+    impl Drop for Dropped<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Pending once, then ready.
+    fn yield_once() -> impl Future<Output = ()> {
+        let mut yielded = false;
+        std::future::poll_fn(move |cx| {
+            if std::mem::replace(&mut yielded, true) {
+                Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        })
+    }
+
+    /// A call that holds a borrow of its own local across an await (so it
+    /// is not `Unpin`), answers `n` on its second poll, and counts its drop.
+    async fn call(n: usize, drops: &AtomicUsize) -> Answer<usize> {
+        let _dropped = Dropped(drops);
+        let local = [n; 4];
+        let borrowed = &local;
+        yield_once().await;
+        (Ok(borrowed[3]), Duration::ZERO)
+    }
+
+    #[test]
+    fn calls_are_polled_and_dropped_in_place_each_exactly_once() {
+        let drops = AtomicUsize::new(0);
+        let all: Vec<_> = (0..3).map(|n| Some(call(n, &drops))).collect();
+        let mut calls = Calls {
+            calls: Box::into_pin(all.into_boxed_slice()),
+            left: 3,
+            started: Instant::now(),
+            keep: false,
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        // Node 1's call is ended before it answers: dropped where it is.
+        assert!(calls.call(1).is_some_and(|c| c.poll(&mut cx).is_pending()));
+        assert!(calls.end(1));
+        assert!(!calls.end(1), "an ended call ends once");
+        assert!(calls.call(1).is_none());
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let mut answers = Vec::new();
+        let mut answered = |index: usize, (answer, _): Answer<usize>| {
+            answers.push((index, answer.ok()));
+            false
+        };
+        while calls.poll_answers(&mut cx, &mut answered).is_pending() {}
+        assert_eq!(answers, [(0, Some(0)), (2, Some(2))]);
+        assert_eq!(calls.left, 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        assert!((0..3).all(|index| calls.call(index).is_none()));
     }
 }
