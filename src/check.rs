@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::failure::FailureKind;
-use crate::node::guard::{Trust, TrustStatus};
+use crate::node::restart_guard::{Trust, TrustStatus};
 use crate::node::{Node, NodeError};
 use crate::node_check::NodeCheck;
 use crate::problem::NodeProblem;
@@ -311,7 +311,9 @@ async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeCheck {
 /// The restart guard's state on the node (when it is on): a quarantine
 /// as a warning, another quarantine kept than ours as a problem.
 async fn read_trust(check: &mut NodeCheck, node: &Node) {
-    let Some(guard) = &node.guard else { return };
+    let Some(guard) = &node.restart_guard else {
+        return;
+    };
     let status = node.trust_status(guard).await;
     if let Ok(TrustStatus {
         kept: Some(kept), ..

@@ -198,7 +198,7 @@ impl LockGuard {
         let mut status = self.held.status.subscribe();
         loop {
             let now = *status.borrow_and_update();
-            if now.lost || Instant::now() >= now.deadline {
+            if now.ended || Instant::now() >= now.deadline {
                 return;
             }
             tokio::select! {

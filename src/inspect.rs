@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::error::NodeOutcome;
 use crate::node::Node;
 use crate::node::acl::{Lua, lua};
-use crate::node::call::{Grant, Request};
-use crate::node::guard::Trust;
+use crate::node::request::{Grant, Request};
+use crate::node::restart_guard::Trust;
 use crate::value;
 
 /// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
@@ -177,7 +177,7 @@ pub(crate) async fn inspect(
         async move {
             let read = node.send_bounded::<Reply>(request).await;
             let mut view = view(node.name(), read.map_err(|e| e.outcome()));
-            if let Some(guard) = &node.guard {
+            if let Some(guard) = &node.restart_guard {
                 view.quarantine = match node.trust_status(guard).await.map(|s| s.trust) {
                     Ok(Trust::Quarantined(left) | Trust::Untrusted(left)) => Some(left),
                     _ => None,

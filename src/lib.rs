@@ -322,8 +322,8 @@ mod node;
 // Floor 2, N nodes.
 mod background;
 mod check;
-mod handoff;
 mod inspect;
+mod notifications;
 mod quorum;
 // Floor 3, the steps of the lock.
 mod lock;

@@ -80,7 +80,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
     let mut extensions = 0u32;
     loop {
         let now_status = *status.borrow_and_update();
-        if now_status.lost {
+        if now_status.ended {
             return;
         }
         let deadline = now_status.deadline;
@@ -114,7 +114,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {}
                 // Released, or lost some other way: either ends the watch.
-                _ = status.wait_for(|s| s.lost) => return,
+                _ = status.wait_for(|s| s.ended) => return,
             }
             declare_lost((&shared, &held), why);
             return;
@@ -133,7 +133,7 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                     break;
                 }
                 Err(Error::Expired) => {
-                    let why = if held.status().lost {
+                    let why = if held.status().ended {
                         "a quorum of nodes no longer holds the lock"
                     } else {
                         "validity ran out before an extension reached a quorum"

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 mod connect;
-mod guard;
 mod labels;
 mod operations;
+mod restart_guard;
 mod retry;
 mod validate;
 mod watchdog;

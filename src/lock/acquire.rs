@@ -11,8 +11,8 @@ use tracing::Instrument;
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
 use crate::error::{Attempts, Error, Result};
-use crate::handoff::Interest;
-use crate::node::call::Request;
+use crate::node::request::Request;
+use crate::notifications::Interest;
 use crate::options::Plan;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
@@ -119,7 +119,7 @@ pub(crate) async fn acquire(
                 .iter()
                 .map(|r| keys::channel(config.key_prefix(), r))
                 .collect();
-            interest = Some(shared.handoff.interest(channels));
+            interest = Some(shared.notifications.interest(channels));
         }
         let woken = match &interest {
             Some(interest) => interest.wait_until(wake_at).await,
@@ -151,9 +151,9 @@ async fn attempt(
     let start = Instant::now();
     let request = match owner {
         Some(owner) => {
-            Request::acquire_reentrant(keys, (owner, &value), &ttl.millis, shared.guard())
+            Request::acquire_reentrant(keys, (owner, &value), &ttl.millis, shared.restart_guard())
         }
-        None => Request::acquire(keys, &value, &ttl.millis, shared.guard()),
+        None => Request::acquire(keys, &value, &ttl.millis, shared.restart_guard()),
     };
     let after = (Leftover::Finish, shared.chain(after));
     let mut round = shared.vote_round("acquire", after, request).await;
@@ -161,7 +161,7 @@ async fn attempt(
     pending.gates = std::mem::take(&mut round.gates);
     let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
         .filter(|v| *v > shared.config.min_validity());
-    if round.decision == Decision::Won
+    if round.decision == Decision::Granted
         && let Some(validity) = validity
     {
         let gates = pending.disarm();
@@ -173,7 +173,7 @@ async fn attempt(
     let cleaned = pending.release_failed(mark).await;
     Err(Failure {
         reports: round.reports(&shared.nodes),
-        validity_exhausted: round.decision == Decision::Won,
+        validity_exhausted: round.decision == Decision::Granted,
         cleaned,
     })
 }

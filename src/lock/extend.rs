@@ -9,8 +9,8 @@ use tracing::Instrument;
 
 use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
-use crate::node::call::Request;
 use crate::node::commands::Found;
+use crate::node::request::Request;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
 use crate::ttl::{self, Ttl};
@@ -41,7 +41,7 @@ impl Held {
         meter.extension(result.is_ok().then_some(margin));
         let outcome = match &result {
             Ok(()) => "extended",
-            Err(Error::Expired) if self.status().lost => "gone",
+            Err(Error::Expired) if self.status().ended => "gone",
             Err(Error::Expired) => "expired",
             Err(Error::NotAcquired(a)) if a.is_validity_exhausted() => "validity_exhausted",
             Err(_) => "not_confirmed",
@@ -94,7 +94,7 @@ impl Held {
             s.deadline = s.deadline.min(new_deadline);
             lower
         });
-        let guard = shared.guard();
+        let guard = shared.restart_guard();
         let request = Arc::new(if reseed {
             Request::extend_or_missing(&self.keys, &self.value, &ttl.millis, guard)
         } else {
@@ -123,7 +123,7 @@ impl Held {
         spans::votes(round.granted(), round.refused());
         *last = std::mem::take(&mut round.gates);
         let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift);
-        if round.decision == Decision::Won && validity.is_some() {
+        if round.decision == Decision::Granted && validity.is_some() {
             self.status.send_modify(|s| s.deadline = new_deadline);
             tracing::debug!(remaining = ?self.remaining(), "lock extended");
             if reseed {
@@ -148,7 +148,7 @@ impl Held {
             shared.quorum,
             round.reports(&shared.nodes),
         )
-        .with_validity_exhausted(round.decision == Decision::Won)
+        .with_validity_exhausted(round.decision == Decision::Granted)
         .of_extension();
         Err(Error::NotAcquired(Box::new(attempts)))
     }

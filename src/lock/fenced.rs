@@ -25,8 +25,8 @@ use tokio::time::Instant;
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
-use crate::node::call::Request;
 use crate::node::commands::counters_known;
+use crate::node::request::Request;
 use crate::quorum::{self, Decision, Gates, Leftover};
 use crate::ttl::{self, Ttl};
 use crate::value;
@@ -75,7 +75,7 @@ pub(crate) async fn attempt(
         &all_keys,
         &value,
         &ttl.millis,
-        shared.guard(),
+        shared.restart_guard(),
     ));
     let (mut round, answers) = quorum::fan_out_values(
         "acquire",
@@ -94,12 +94,12 @@ pub(crate) async fn attempt(
     let mut reports = round.reports(&shared.nodes);
     let mut validity_exhausted = false;
     let tokens = match round.decision {
-        Decision::Won => next_tokens(&answers, resources.len()),
-        Decision::Lost => None,
+        Decision::Granted => next_tokens(&answers, resources.len()),
+        Decision::Refused => None,
     };
     if let Some(tokens) = tokens {
         let args: Vec<String> = tokens.iter().map(u64::to_string).collect();
-        let request = Request::fence_write_back(&all_keys, &value, &args, shared.guard());
+        let request = Request::fence_write_back(&all_keys, &value, &args, shared.restart_guard());
         // To every node, not only those that granted: where a late acquire
         // landed the lock is ours too (the write-back follows it on the same
         // connection); elsewhere the script finds the lock not ours and
@@ -110,7 +110,7 @@ pub(crate) async fn attempt(
         pending.gates = std::mem::take(&mut written.gates);
         let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
             .filter(|v| *v > shared.config.min_validity());
-        if written.decision == Decision::Won && validity.is_some() {
+        if written.decision == Decision::Granted && validity.is_some() {
             let gates = pending.disarm();
             tracing::debug!(?validity, ?tokens, "fenced lock acquired");
             return Ok(Held::acquired(
@@ -123,11 +123,11 @@ pub(crate) async fn attempt(
                 gates,
             ));
         }
-        validity_exhausted = written.decision == Decision::Won;
-        if written.decision == Decision::Lost {
+        validity_exhausted = written.decision == Decision::Granted;
+        if written.decision == Decision::Refused {
             reports = written.reports(&shared.nodes);
         }
-    } else if round.decision == Decision::Won {
+    } else if round.decision == Decision::Granted {
         tracing::warn!(resource = %resources[0], "a node returned an unusable fence counter");
     }
     let cleaned = pending.release_failed(mark).await;

@@ -15,8 +15,9 @@ use crate::ttl::Ttl;
 pub(crate) struct Status {
     /// Past this instant the lock may belong to someone else.
     pub(crate) deadline: Instant,
-    /// Known lost before the deadline (an extension found it gone).
-    pub(crate) lost: bool,
+    /// Over before the deadline: released, or known lost (an extension
+    /// found it gone).
+    pub(crate) ended: bool,
 }
 
 /// What a guard holds, shared with background tasks working for it.
@@ -52,7 +53,7 @@ impl Held {
     ) -> Self {
         let (status, _) = watch::channel(Status {
             deadline: start + ttl.ttl - ttl.drift,
-            lost: false,
+            ended: false,
         });
         Held {
             resources: Arc::clone(resources),
@@ -75,7 +76,7 @@ impl Held {
     /// Validity left; zero once expired or known lost.
     pub(crate) fn remaining(&self) -> Duration {
         let status = self.status();
-        if status.lost {
+        if status.ended {
             return Duration::ZERO;
         }
         status.deadline.saturating_duration_since(Instant::now())
@@ -85,8 +86,9 @@ impl Held {
         *self.status.borrow()
     }
 
-    pub(crate) fn mark_lost(&self) {
-        self.status.send_modify(|s| s.lost = true);
+    /// The hold is over (released, or dropped): whoever watches it stops.
+    pub(crate) fn mark_ended(&self) {
+        self.status.send_modify(|s| s.ended = true);
     }
 
     /// Marks the lock lost because it could not be kept; counted once, by
@@ -94,7 +96,7 @@ impl Held {
     pub(crate) fn lose(&self, config: &crate::config::Config) {
         if self
             .status
-            .send_if_modified(|s| !std::mem::replace(&mut s.lost, true))
+            .send_if_modified(|s| !std::mem::replace(&mut s.ended, true))
         {
             crate::metrics::lock(config, self.resource()).lost();
         }
@@ -102,7 +104,7 @@ impl Held {
 
     /// The guard was dropped without a release: the hold ends here.
     pub(crate) fn dropped(&self, config: &crate::config::Config) {
-        self.mark_lost();
+        self.mark_ended();
         let meter = crate::metrics::lock(config, self.resource());
         meter.hold_ended("dropped", self.acquired_at.elapsed());
     }

@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::background::Background;
 use crate::config::Config;
 use crate::error::{Error, NodeReport, Result};
-use crate::handoff::Handoff;
-use crate::node::call::Request;
-use crate::node::guard::Guard;
+use crate::node::request::Request;
+use crate::node::restart_guard::RestartGuard;
 use crate::node::{Node, NodeResult};
+use crate::notifications::Notifications;
 use crate::quorum::{self, Chain, Gates, Late, Leftover, Round};
 
 pub(crate) use held::Held;
@@ -36,7 +36,7 @@ pub(crate) struct Shared {
     /// Set once the start-up checks have passed (strict checks).
     pub(crate) passed: AtomicBool,
     /// Release notifications for waiters in `lock()`.
-    pub(crate) handoff: Handoff,
+    pub(crate) notifications: Notifications,
     /// Releases and calls in flight left running in the background.
     pub(crate) background: Background,
     /// Per lock key, the deletes of releases not yet sent: acquisitions
@@ -151,8 +151,10 @@ impl Shared {
     }
 
     /// The restart guard, when it is on (every node has the same).
-    pub(crate) fn guard(&self) -> Option<&Guard> {
-        self.nodes.first().and_then(|node| node.guard.as_ref())
+    pub(crate) fn restart_guard(&self) -> Option<&RestartGuard> {
+        self.nodes
+            .first()
+            .and_then(|node| node.restart_guard.as_ref())
     }
 
     /// The key of `resource`'s lock.

@@ -42,7 +42,7 @@ impl Released {
     fn of(round: &Round, shared: &Shared, expired: bool) -> Self {
         if expired {
             Released::Expired
-        } else if round.decision == Decision::Won {
+        } else if round.decision == Decision::Granted {
             Released::Held
         } else if round.refused() > shared.nodes.len() - shared.quorum {
             Released::Expired
@@ -65,7 +65,7 @@ impl Held {
         let span = spans::release(self.resource(), shared.quorum, false);
         let start = Instant::now();
         let expired = self.remaining().is_zero();
-        self.mark_lost();
+        self.mark_ended();
         let round = async {
             let last = self.next_round().await;
             let sent = shared.pending_deletes(&self.keys, last.any_closed());

@@ -43,7 +43,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
         &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],
     );
     assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
-    use crate::node::guard::*;
+    use crate::node::restart_guard::*;
     let guarded: [&Lua; 9] = [
         &GUARDED_ACQUIRE_ALL,
         &GUARDED_FENCE_WRITE_BACK,

@@ -4,12 +4,12 @@
 //! [`scripts`](super::scripts)); the [`Grant`] it carries says which reply
 //! is a vote for it.
 
-use super::call::{Grant, Request, command};
-use super::guard::{
-    self, GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
-    GUARDED_REENTRANT_ACQUIRE, Guard,
-};
 use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
+use super::request::{Grant, Request, command};
+use super::restart_guard::{
+    self, GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
+    GUARDED_REENTRANT_ACQUIRE, RestartGuard,
+};
 use super::scripts::{
     ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };
@@ -46,7 +46,7 @@ impl Request {
         keys: &[String],
         value: &str,
         ttl_ms: &str,
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
         if guard.is_none()
             && let [key] = keys
@@ -96,9 +96,12 @@ impl Request {
         keys: &[String],
         value: &str,
         ttl_ms: &str,
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
-        let scripts = (extend_script(value), guard::extend_script(value, false));
+        let scripts = (
+            extend_script(value),
+            restart_guard::extend_script(value, false),
+        );
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
@@ -109,9 +112,12 @@ impl Request {
         keys: &[String],
         value: &str,
         ttl_ms: &str,
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
-        let scripts = (&*EXTEND_OR_MISSING, guard::extend_script(value, true));
+        let scripts = (
+            &*EXTEND_OR_MISSING,
+            restart_guard::extend_script(value, true),
+        );
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
@@ -126,7 +132,7 @@ impl Request {
         keys: &[String],
         (owner, hold_id): (&str, &str),
         ttl_ms: &str,
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
         let scripts = (&*REENTRANT_ACQUIRE, &*GUARDED_REENTRANT_ACQUIRE);
         let args = [owner, hold_id, ttl_ms];
@@ -139,7 +145,7 @@ impl Request {
         keys: &[String],
         value: &str,
         ttl_ms: &str,
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
         let scripts = (&*FENCED_ACQUIRE, &*GUARDED_FENCED_ACQUIRE);
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::NotNil)
@@ -152,7 +158,7 @@ impl Request {
         keys: &[String],
         value: &str,
         tokens: &[String],
-        guard: Option<&Guard>,
+        guard: Option<&RestartGuard>,
     ) -> Self {
         let mut args: Vec<&str> = Vec::with_capacity(tokens.len() + 1);
         args.push(value);

@@ -4,8 +4,8 @@
 //! raises "number has no integer representation" there).
 
 use super::acl::{DIAGNOSE_LUA, Lua};
-use super::guard::*;
 use super::reentrant::{REENTRANT_ACQUIRE, REENTRANT_EXTEND, REENTRANT_RELEASE};
+use super::restart_guard::*;
 use super::scripts::*;
 
 /// The source of every script the library sends.

@@ -5,14 +5,15 @@
 pub(crate) mod acl;
 #[cfg(test)]
 mod acl_docs;
-pub(crate) mod call;
+mod call;
 pub(crate) mod commands;
-pub(crate) mod guard;
 pub(crate) mod link;
 #[cfg(test)]
 mod lua_portable;
 pub(crate) mod observe;
 pub(crate) mod reentrant;
+pub(crate) mod request;
+pub(crate) mod restart_guard;
 pub(crate) mod scripts;
 mod tls;
 
@@ -123,7 +124,7 @@ pub(crate) struct Node {
     /// ([`Node::send`]).
     doubts_scripts: std::sync::atomic::AtomicBool,
     /// The restart guard, when it is on.
-    pub(crate) guard: Option<guard::Guard>,
+    pub(crate) restart_guard: Option<restart_guard::RestartGuard>,
     /// The simulated node this one talks to instead (feature `sim`).
     #[cfg(feature = "sim")]
     sim: Option<std::sync::Arc<dyn link::SimEndpoint>>,
@@ -155,7 +156,7 @@ impl Node {
             conn: Mutex::new(Vec::new()),
             timeout,
             connect_timeout: connect.timeout(),
-            guard: None,
+            restart_guard: None,
             #[cfg(feature = "sim")]
             sim: None,
         })
@@ -181,8 +182,8 @@ impl Node {
     }
 
     /// This node with the restart guard on (`Some`) or off.
-    pub(crate) fn with_guard(mut self, guard: Option<guard::Guard>) -> Self {
-        self.guard = guard;
+    pub(crate) fn with_restart_guard(mut self, guard: Option<restart_guard::RestartGuard>) -> Self {
+        self.restart_guard = guard;
         self
     }
 

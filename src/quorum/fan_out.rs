@@ -295,7 +295,7 @@ where
     let round = Round {
         // Every node answered yet no decision: only possible with a quorum
         // of zero nodes, which validation rules out. Losing is the safe reading.
-        decision: decision.unwrap_or(Decision::Lost),
+        decision: decision.unwrap_or(Decision::Refused),
         outcomes,
         gates,
     };

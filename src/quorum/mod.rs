@@ -76,9 +76,9 @@ pub(crate) enum Late {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
     /// A quorum granted the request.
-    Won,
-    /// So many nodes refused or failed that a quorum cannot be reached.
-    Lost,
+    Granted,
+    /// So many nodes refused or failed that a quorum cannot grant it.
+    Refused,
 }
 
 /// Counts answers and says when the outcome is certain.
@@ -113,9 +113,9 @@ impl Tally {
     /// The outcome if it is already certain.
     pub(crate) fn decision(&self) -> Option<Decision> {
         if self.granted >= self.quorum {
-            Some(Decision::Won)
+            Some(Decision::Granted)
         } else if self.refused > self.nodes - self.quorum {
-            Some(Decision::Lost)
+            Some(Decision::Refused)
         } else {
             None
         }
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(t.record(true), None);
         assert_eq!(t.record(false), None);
         assert_eq!(t.record(true), None);
-        assert_eq!(t.record(true), Some(Decision::Won));
+        assert_eq!(t.record(true), Some(Decision::Granted));
     }
 
     #[test]
@@ -197,14 +197,14 @@ mod tests {
         assert_eq!(t.record(false), None);
         assert_eq!(t.record(false), None);
         assert_eq!(t.record(true), None);
-        assert_eq!(t.record(false), Some(Decision::Lost));
+        assert_eq!(t.record(false), Some(Decision::Refused));
     }
 
     #[test]
     fn tally_with_quorum_of_all_loses_at_the_first_refusal() {
         let mut t = Tally::new(3, 3);
         assert_eq!(t.record(true), None);
-        assert_eq!(t.record(false), Some(Decision::Lost));
+        assert_eq!(t.record(false), Some(Decision::Refused));
     }
 
     #[test]
@@ -222,9 +222,9 @@ mod tests {
                     }
                     let granted = mask.count_ones() as usize;
                     let expect = if granted >= quorum {
-                        Decision::Won
+                        Decision::Granted
                     } else {
-                        Decision::Lost
+                        Decision::Refused
                     };
                     // An early decision never contradicts the full count.
                     assert_eq!(decided, Some(expect), "n={nodes} q={quorum} mask={mask:b}");
@@ -252,7 +252,7 @@ mod tests {
                     }
                 }
                 let granted = answers[..nodes].iter().filter(|g| **g).count();
-                let expect = if granted >= quorum { Decision::Won } else { Decision::Lost };
+                let expect = if granted >= quorum { Decision::Granted } else { Decision::Refused };
                 prop_assert_eq!(decided, Some(expect));
             }
 

@@ -15,10 +15,10 @@ use redis::IntoConnectionInfo;
 use crate::background::Background;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::handoff::Handoff;
 use crate::lock::Shared;
 use crate::node::Node;
 use crate::node_check::NodeCheck;
+use crate::notifications::Notifications;
 
 /// A distributed lock over N independent Redis masters (Redlock).
 ///
@@ -116,17 +116,20 @@ impl Redlock {
         for (index, info) in nodes.into_iter().enumerate() {
             parsed.push(
                 Node::new(index, info, config.node_timeout(), config.connect())?
-                    .with_guard(guard.clone()),
+                    .with_restart_guard(guard.clone()),
             );
         }
         Redlock::assemble(parsed, config)
     }
 
     /// The restart guard each node runs under `config`, if it is on.
-    fn restart_guard(config: &Config) -> Option<crate::node::guard::Guard> {
-        config
-            .quarantine()
-            .map(|q| crate::node::guard::Guard::new(crate::keys::guard_key(config.key_prefix()), q))
+    fn restart_guard(config: &Config) -> Option<crate::node::restart_guard::RestartGuard> {
+        config.quarantine().map(|q| {
+            crate::node::restart_guard::RestartGuard::new(
+                crate::keys::guard_key(config.key_prefix()),
+                q,
+            )
+        })
     }
 
     /// A lock over the simulated nodes `endpoints` (feature `sim`).
@@ -140,7 +143,7 @@ impl Redlock {
         for (index, endpoint) in endpoints.into_iter().enumerate() {
             nodes.push(
                 Node::simulated(index, endpoint, config.node_timeout(), config.connect())?
-                    .with_guard(guard.clone()),
+                    .with_restart_guard(guard.clone()),
             );
         }
         Redlock::assemble(nodes, config)
@@ -170,7 +173,7 @@ impl Redlock {
         if let Some(warning) = crate::check::node_count_warning(parsed.len()) {
             tracing::warn!(%warning, "redquorum node count");
         }
-        let handoff = Handoff::new(
+        let notifications = Notifications::new(
             parsed.iter().map(|n| n.client().clone()).collect(),
             config.node_timeout(),
             config.connect_timeout(),
@@ -179,7 +182,7 @@ impl Redlock {
         let nodes: Arc<[Arc<Node>]> = parsed.into();
         let background = Background::default();
         // Every node carries a clone of the one restart guard.
-        if let Some(guard) = nodes.first().and_then(|n| n.guard.as_ref()) {
+        if let Some(guard) = nodes.first().and_then(|n| n.restart_guard.as_ref()) {
             guard.peers.attach(&nodes, &background);
         }
         Ok(Redlock {
@@ -189,7 +192,7 @@ impl Redlock {
                 config,
                 checked: std::sync::atomic::AtomicBool::new(false),
                 passed: std::sync::atomic::AtomicBool::new(false),
-                handoff,
+                notifications,
                 background,
                 pending: crate::lock::Pending::default(),
             }),

@@ -52,7 +52,7 @@ impl Redlock {
     /// Dropping the future may leave some nodes set and others not;
     /// calling it again is harmless.
     pub async fn set_node_quarantine(&self) -> Result<Vec<NodeReport>> {
-        if self.shared.guard().is_none() {
+        if self.shared.restart_guard().is_none() {
             return Err(Error::InvalidArgument(
                 "set_node_quarantine needs the restart guard on: \
                  Config::with_restart_guard(max_ttl) with the fleet's max_ttl"
@@ -60,7 +60,7 @@ impl Redlock {
             ));
         }
         let sets = self.shared.nodes.iter().map(|node| async move {
-            let outcome = match &node.guard {
+            let outcome = match &node.restart_guard {
                 Some(guard) => match node.set_quarantine(guard).await {
                     Ok(()) => NodeOutcome::Granted,
                     Err(e) => e.outcome(),

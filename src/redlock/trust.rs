@@ -49,7 +49,7 @@ impl Redlock {
         let marks = self.shared.nodes.iter().map(|node| {
             let key = key.as_str();
             async move {
-                let outcome = match node.mark_trusted(node.guard.as_ref(), key).await {
+                let outcome = match node.mark_trusted(node.restart_guard.as_ref(), key).await {
                     Ok(()) => NodeOutcome::Granted,
                     Err(e) => e.outcome(),
                 };

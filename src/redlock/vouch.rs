@@ -91,7 +91,7 @@ impl Redlock {
     }
 
     fn require_guard(&self, call: &str) -> Result<()> {
-        if self.shared.guard().is_none() {
+        if self.shared.restart_guard().is_none() {
             return Err(Error::InvalidArgument(format!(
                 "{call} needs the restart guard on (without it every fence counter counts): \
                  Config::with_restart_guard(max_ttl) with the fleet's max_ttl"
@@ -103,7 +103,7 @@ impl Redlock {
     /// Vouches for `counters` (keys; none: all) on every node.
     async fn vouch(&self, counters: &[String], resources: &[&str]) -> Vec<NodeReport> {
         let vouches = self.shared.nodes.iter().map(|node| async move {
-            let outcome = match &node.guard {
+            let outcome = match &node.restart_guard {
                 Some(guard) => match node.vouch_counters(guard, counters).await {
                     Ok(()) => NodeOutcome::Granted,
                     Err(e) => e.outcome(),

@@ -5,7 +5,7 @@
 use redis::{Cmd, ConnectionLike, RedisResult, Value};
 
 use crate::node::acl::{DIAGNOSE, Lua};
-use crate::node::{guard, reentrant, scripts};
+use crate::node::{reentrant, restart_guard, scripts};
 
 /// Every script the library sends, with its name.
 fn all() -> [(&'static str, &'static Lua); 17] {
@@ -20,15 +20,21 @@ fn all() -> [(&'static str, &'static Lua); 17] {
         ("reentrant_acquire", &reentrant::REENTRANT_ACQUIRE),
         ("reentrant_release", &reentrant::REENTRANT_RELEASE),
         ("reentrant_extend", &reentrant::REENTRANT_EXTEND),
-        ("guarded_acquire_all", &guard::GUARDED_ACQUIRE_ALL),
+        ("guarded_acquire_all", &restart_guard::GUARDED_ACQUIRE_ALL),
         (
             "guarded_reentrant_acquire",
-            &guard::GUARDED_REENTRANT_ACQUIRE,
+            &restart_guard::GUARDED_REENTRANT_ACQUIRE,
         ),
-        ("guarded_fenced_acquire", &guard::GUARDED_FENCED_ACQUIRE),
-        ("guarded_fence_write_back", &guard::GUARDED_FENCE_WRITE_BACK),
-        ("trust_status", &guard::TRUST_STATUS),
-        ("mark_trusted", &guard::MARK_TRUSTED),
+        (
+            "guarded_fenced_acquire",
+            &restart_guard::GUARDED_FENCED_ACQUIRE,
+        ),
+        (
+            "guarded_fence_write_back",
+            &restart_guard::GUARDED_FENCE_WRITE_BACK,
+        ),
+        ("trust_status", &restart_guard::TRUST_STATUS),
+        ("mark_trusted", &restart_guard::MARK_TRUSTED),
         ("inspect", &crate::inspect::INSPECT),
     ]
 }

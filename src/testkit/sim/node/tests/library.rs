@@ -13,11 +13,11 @@ use crate::failure::{NodeFailure, is_script_denied};
 use crate::keys::{channel, counter_key, guard_key, lock_key};
 use crate::node::NodeError;
 use crate::node::acl::DIAGNOSE;
-use crate::node::guard::{
+use crate::node::reentrant::{REENTRANT_ACQUIRE, REENTRANT_EXTEND, REENTRANT_RELEASE};
+use crate::node::restart_guard::{
     GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE, MARK_TRUSTED,
     TRUST_STATUS, refusal as quarantined,
 };
-use crate::node::reentrant::{REENTRANT_ACQUIRE, REENTRANT_EXTEND, REENTRANT_RELEASE};
 use crate::node::scripts::{
     ACQUIRE_ALL, EXTEND, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
 };

@@ -93,11 +93,11 @@ fn start_feeds(this: &Arc<Inner>) {
 }
 
 /// The release-notification registry of one [`Redlock`](crate::Redlock).
-pub(crate) struct Handoff {
+pub(crate) struct Notifications {
     inner: Arc<Inner>,
 }
 
-impl Handoff {
+impl Notifications {
     /// A registry over the nodes of `clients`; no I/O until the first wait.
     /// `quorum`: how many nodes must announce a release before a waiter is
     /// woken (the lock is then free on a quorum, so its attempt can succeed).
@@ -108,7 +108,7 @@ impl Handoff {
         connect_timeout: Duration,
         quorum: usize,
     ) -> Self {
-        Handoff {
+        Notifications {
             inner: Arc::new(Inner {
                 clients,
                 timeout,
@@ -190,10 +190,10 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    fn registry() -> Handoff {
+    fn registry() -> Notifications {
         // Port 1 refuses at once: the feeds never connect.
         let clients = vec![Client::open("redis://127.0.0.1:1/").unwrap()];
-        Handoff::new(
+        Notifications::new(
             clients,
             Duration::from_millis(50),
             Duration::from_secs(1),
@@ -217,23 +217,23 @@ mod tests {
 
     #[tokio::test]
     async fn waiters_are_counted_and_the_last_one_to_leave_removes_the_entry() {
-        let handoff = registry();
-        let a = handoff.interest(vec!["c".to_owned()]);
-        let b = handoff.interest(vec!["c".to_owned(), "d".to_owned()]);
-        assert_eq!(handoff.waiters("c"), 2);
-        assert_eq!(handoff.waiters("d"), 1);
+        let notifications = registry();
+        let a = notifications.interest(vec!["c".to_owned()]);
+        let b = notifications.interest(vec!["c".to_owned(), "d".to_owned()]);
+        assert_eq!(notifications.waiters("c"), 2);
+        assert_eq!(notifications.waiters("d"), 1);
         drop(a);
-        assert_eq!(handoff.waiters("c"), 1);
+        assert_eq!(notifications.waiters("c"), 1);
         drop(b);
-        assert_eq!(handoff.waiters("c"), 0);
-        assert!(handoff.inner.entries().is_empty());
+        assert_eq!(notifications.waiters("c"), 0);
+        assert!(notifications.inner.entries().is_empty());
     }
 
     #[tokio::test]
     async fn an_announcement_wakes_exactly_one_waiter_per_release() {
-        let handoff = registry();
-        let first = handoff.interest(vec!["c".to_owned()]);
-        let second = handoff.interest(vec!["c".to_owned()]);
+        let notifications = registry();
+        let first = notifications.interest(vec!["c".to_owned()]);
+        let second = notifications.interest(vec!["c".to_owned()]);
         let far = Instant::now() + Duration::from_secs(30);
         let (mut w1, mut w2) = (
             Box::pin(first.wait_until(far)),
@@ -243,14 +243,14 @@ mod tests {
         assert!(futures_util::poll!(&mut w1).is_pending());
         assert!(futures_util::poll!(&mut w2).is_pending());
         for _node in 0..5 {
-            handoff.inner.announce("c", b"value-1");
+            notifications.inner.announce("c", b"value-1");
         }
         assert!(matches!(
             futures_util::poll!(&mut w1),
             std::task::Poll::Ready(true)
         ));
         assert!(futures_util::poll!(&mut w2).is_pending());
-        handoff.inner.announce("c", b"value-2");
+        notifications.inner.announce("c", b"value-2");
         assert!(matches!(
             futures_util::poll!(&mut w2),
             std::task::Poll::Ready(true)
@@ -264,23 +264,23 @@ mod tests {
         let clients = (1..=5)
             .map(|port| Client::open(format!("redis://127.0.0.1:{port}/")).unwrap())
             .collect();
-        let handoff = Handoff::new(
+        let notifications = Notifications::new(
             clients,
             Duration::from_millis(50),
             Duration::from_secs(1),
             3,
         );
-        let interest = handoff.interest(vec!["c".to_owned()]);
+        let interest = notifications.interest(vec!["c".to_owned()]);
         let far = Instant::now() + Duration::from_secs(30);
         let mut waiting = Box::pin(interest.wait_until(far));
         assert!(futures_util::poll!(&mut waiting).is_pending());
-        handoff.inner.announce("c", b"value-1");
-        handoff.inner.announce("c", b"value-1");
+        notifications.inner.announce("c", b"value-1");
+        notifications.inner.announce("c", b"value-1");
         assert!(
             futures_util::poll!(&mut waiting).is_pending(),
             "woken before a quorum"
         );
-        handoff.inner.announce("c", b"value-1");
+        notifications.inner.announce("c", b"value-1");
         assert!(matches!(
             futures_util::poll!(&mut waiting),
             std::task::Poll::Ready(true)
@@ -289,15 +289,15 @@ mod tests {
 
     #[tokio::test]
     async fn an_announcement_for_a_resource_nobody_awaits_is_ignored() {
-        let handoff = registry();
-        handoff.inner.announce("nobody", b"v");
-        assert!(handoff.inner.entries().is_empty());
+        let notifications = registry();
+        notifications.inner.announce("nobody", b"v");
+        assert!(notifications.inner.entries().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn without_an_announcement_the_wait_ends_at_the_deadline() {
-        let handoff = registry();
-        let interest = handoff.interest(vec!["c".to_owned()]);
+        let notifications = registry();
+        let interest = notifications.interest(vec!["c".to_owned()]);
         let start = Instant::now();
         let woken = interest
             .wait_until(start + Duration::from_millis(200))
@@ -308,10 +308,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_first_subscription_wakes_one_waiter_once() {
-        let handoff = registry();
-        let interest = handoff.interest(vec!["c".to_owned()]);
-        handoff.inner.subscribed("c");
-        handoff.inner.subscribed("c");
+        let notifications = registry();
+        let interest = notifications.interest(vec!["c".to_owned()]);
+        notifications.inner.subscribed("c");
+        notifications.inner.subscribed("c");
         let soon = Instant::now() + Duration::from_secs(30);
         assert!(interest.wait_until(soon).await);
         let mut again = Box::pin(interest.wait_until(soon));
@@ -320,10 +320,13 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_the_registry_stops_its_feeds() {
-        let handoff = registry();
-        drop(handoff.interest(vec!["c".to_owned()]));
-        let task = handoff.inner.feeds.lock().unwrap()[0].task.clone().unwrap();
-        drop(handoff);
+        let notifications = registry();
+        drop(notifications.interest(vec!["c".to_owned()]));
+        let task = notifications.inner.feeds.lock().unwrap()[0]
+            .task
+            .clone()
+            .unwrap();
+        drop(notifications);
         tokio::task::yield_now().await;
         assert!(task.is_finished());
     }
@@ -397,13 +400,13 @@ mod tests {
 
     #[tokio::test]
     async fn every_resubscription_after_a_lost_connection_wakes_one_waiter() {
-        let handoff = registry();
-        let interest = handoff.interest(vec!["c".to_owned()]);
-        handoff.inner.subscribed("c");
+        let notifications = registry();
+        let interest = notifications.interest(vec!["c".to_owned()]);
+        notifications.inner.subscribed("c");
         let soon = Instant::now() + Duration::from_secs(30);
         assert!(interest.wait_until(soon).await);
         for _reconnection in 0..2 {
-            handoff.inner.resubscribed("c");
+            notifications.inner.resubscribed("c");
             assert!(interest.wait_until(soon).await);
         }
         let mut again = Box::pin(interest.wait_until(soon));
@@ -412,15 +415,15 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thousands_of_changes_with_an_unreachable_node_cost_a_few_connection_attempts() {
-        let handoff = registry();
-        let _keep = handoff.interest(vec!["keep".to_owned()]);
+        let notifications = registry();
+        let _keep = notifications.interest(vec!["keep".to_owned()]);
         for i in 0..2_000 {
-            drop(handoff.interest(vec![format!("gone-{i}")]));
+            drop(notifications.interest(vec![format!("gone-{i}")]));
             if i % 10 == 0 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
-        let connects = handoff
+        let connects = notifications
             .inner
             .connects
             .load(std::sync::atomic::Ordering::Relaxed);
@@ -430,13 +433,13 @@ mod tests {
         );
     }
 
-    fn feed_task(handoff: &Handoff) -> AbortHandle {
-        handoff.inner.feeds()[0].task.clone().unwrap()
+    fn feed_task(notifications: &Notifications) -> AbortHandle {
+        notifications.inner.feeds()[0].task.clone().unwrap()
     }
 
     #[test]
     fn a_feed_that_ended_with_its_runtime_is_started_again_by_the_next_waiter() {
-        let handoff = registry();
+        let notifications = registry();
         let runtime = || {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -444,13 +447,13 @@ mod tests {
                 .unwrap()
         };
         let first = runtime().block_on(async {
-            drop(handoff.interest(vec!["c".to_owned()]));
-            feed_task(&handoff)
+            drop(notifications.interest(vec!["c".to_owned()]));
+            feed_task(&notifications)
         });
         assert!(first.is_finished(), "the feed outlived its runtime");
         runtime().block_on(async {
-            let interest = handoff.interest(vec!["c".to_owned()]);
-            let second = feed_task(&handoff);
+            let interest = notifications.interest(vec!["c".to_owned()]);
+            let second = feed_task(&notifications);
             assert!(!second.is_finished(), "no feed on the second runtime");
             // A waiter that outlives the feed's task brings it back too.
             second.abort();
@@ -459,22 +462,22 @@ mod tests {
             interest
                 .wait_until(Instant::now() + Duration::from_millis(1))
                 .await;
-            assert!(!feed_task(&handoff).is_finished());
+            assert!(!feed_task(&notifications).is_finished());
         });
     }
 
     #[test]
     fn outside_a_runtime_no_feed_starts_and_the_next_waiter_inside_one_starts_them() {
-        let handoff = registry();
-        drop(handoff.interest(vec!["c".to_owned()]));
-        assert!(handoff.inner.feeds()[0].task.is_none());
+        let notifications = registry();
+        drop(notifications.interest(vec!["c".to_owned()]));
+        assert!(notifications.inner.feeds()[0].task.is_none());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async {
-            let _interest = handoff.interest(vec!["c".to_owned()]);
-            assert!(!feed_task(&handoff).is_finished());
+            let _interest = notifications.interest(vec!["c".to_owned()]);
+            assert!(!feed_task(&notifications).is_finished());
         });
     }
 
@@ -526,13 +529,13 @@ mod tests {
             let cluster = LocalCluster::start(1).unwrap();
             let direct = cluster.direct_url(0);
             let clients = vec![Client::open(cluster.url(0)).unwrap()];
-            let handoff = Handoff::new(
+            let notifications = Notifications::new(
                 clients,
                 Duration::from_millis(200),
                 Duration::from_secs(1),
                 1,
             );
-            let _keep = handoff.interest(vec!["keep".to_owned()]);
+            let _keep = notifications.interest(vec!["keep".to_owned()]);
             let subscribed = eventually(Duration::from_secs(10), || {
                 subscribers(&direct, "keep") == 1
             })
@@ -543,7 +546,7 @@ mod tests {
             let before = subscribe_calls(&direct);
             const CHANGES: usize = 2_000;
             for i in 0..CHANGES {
-                drop(handoff.interest(vec![format!("gone-{i}")]));
+                drop(notifications.interest(vec![format!("gone-{i}")]));
                 if i % 100 == 0 {
                     // Let the feed run meanwhile, as real waiters would.
                     tokio::time::sleep(Duration::from_millis(20)).await;

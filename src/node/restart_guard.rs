@@ -42,14 +42,14 @@ pub(crate) use self::lua::*;
 pub(crate) use self::spread::Peers;
 
 use super::acl::Lua;
-use super::call::{Grant, Request};
+use super::request::{Grant, Request};
 use super::{Node, NodeError, NodeResult};
 
 /// What a node with the guard on needs to know: where its record is, the
 /// quarantine this client announces, and its peers (to spread a longer
 /// quarantine to).
 #[derive(Clone, Debug)]
-pub(crate) struct Guard {
+pub(crate) struct RestartGuard {
     /// `{prefix}restart-guard:node`.
     pub(crate) key: String,
     /// The quarantine in whole ms, as the scripts read it.
@@ -60,10 +60,10 @@ pub(crate) struct Guard {
     pub(crate) peers: Arc<Peers>,
 }
 
-impl Guard {
+impl RestartGuard {
     pub(crate) fn new(key: String, quarantine: Duration) -> Self {
         let millis = u64::try_from(quarantine.as_millis()).unwrap_or(u64::MAX);
-        Guard {
+        RestartGuard {
             key,
             quarantine_ms: millis.to_string(),
             ours: Duration::from_millis(millis),
@@ -137,7 +137,7 @@ pub(crate) fn extend_script(value: &str, reseed: bool) -> &'static Lua {
 
 impl Node {
     /// The guard's state, read without writing.
-    pub(crate) async fn trust_status(&self, guard: &Guard) -> NodeResult<TrustStatus> {
+    pub(crate) async fn trust_status(&self, guard: &RestartGuard) -> NodeResult<TrustStatus> {
         let keys = [guard.key.clone()];
         let request = Request::script(&TRUST_STATUS, &keys, &[&guard.quarantine_ms], Grant::NotNil);
         let (state, ms, kept): (String, u64, i64) = self.send_bounded(&request).await?;
@@ -153,7 +153,11 @@ impl Node {
 
     /// Marks the node's live process trusted at once, with the quarantine
     /// `guard` announces (none: leave the record's).
-    pub(crate) async fn mark_trusted(&self, guard: Option<&Guard>, key: &str) -> NodeResult<()> {
+    pub(crate) async fn mark_trusted(
+        &self,
+        guard: Option<&RestartGuard>,
+        key: &str,
+    ) -> NodeResult<()> {
         let keys = [key.to_owned()];
         let q = guard.map_or("", |g| g.quarantine_ms.as_str());
         let request = Request::script(&MARK_TRUSTED, &keys, &[q], Grant::NotNil);
@@ -162,7 +166,7 @@ impl Node {
     }
 
     /// Makes the node keep the quarantine `guard` announces.
-    pub(crate) async fn set_quarantine(&self, guard: &Guard) -> NodeResult<()> {
+    pub(crate) async fn set_quarantine(&self, guard: &RestartGuard) -> NodeResult<()> {
         let keys = [guard.key.clone()];
         let request = Request::script(
             &SET_QUARANTINE,
@@ -178,7 +182,7 @@ impl Node {
     /// every counter) on this node, in its current trust period.
     pub(crate) async fn vouch_counters(
         &self,
-        guard: &Guard,
+        guard: &RestartGuard,
         counters: &[String],
     ) -> NodeResult<()> {
         let keys = std::iter::once(&guard.key).chain(counters);
@@ -191,10 +195,45 @@ impl Node {
     /// [`refusal`], and a mismatch met spreads the longer quarantine.
     pub(crate) fn guard_refusal(&self, error: NodeError) -> NodeError {
         let error = refusal(error);
-        if let (NodeError::QuarantineMismatch { kept, ours }, Some(guard)) = (&error, &self.guard) {
+        if let (NodeError::QuarantineMismatch { kept, ours }, Some(guard)) =
+            (&error, &self.restart_guard)
+        {
             spread::spread(guard, self.name(), (*kept).max(*ours));
         }
         error
+    }
+}
+
+impl Request {
+    /// `script` behind the restart `guard`: `keys` then the guard's record,
+    /// `args` then the quarantine this client announces.
+    fn guarded(
+        script: &'static Lua,
+        guard: &RestartGuard,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        let keys = keys.iter().chain(std::iter::once(&guard.key));
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.extend_from_slice(args);
+        all.push(guard.quarantine_ms.as_str());
+        Request::script_parts(script, keys, &all, grant)
+    }
+
+    /// A vote script: `plain`, or with the restart `guard` on its guarded
+    /// version `guarded` ([`guarded`](Self::guarded)).
+    pub(crate) fn vote_script(
+        (plain, guarded): (&'static Lua, &'static Lua),
+        guard: Option<&RestartGuard>,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        match guard {
+            Some(guard) => Request::guarded(guarded, guard, keys, args, grant),
+            None => Request::script(plain, keys, args, grant),
+        }
     }
 }
 

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use super::{Guard, SPREAD};
+use super::{RestartGuard, SPREAD};
 use crate::background::Background;
 use crate::node::Node;
-use crate::node::call::{Grant, Request};
+use crate::node::request::{Grant, Request};
 
 /// The nodes a guard can spread to, shared by the guards of one lock's
 /// nodes, set once they are all built.
@@ -37,7 +37,7 @@ impl Peers {
 
 /// Gives every node still in quarantine the quarantine `longer`, in the
 /// background; `node` met a quarantine other than this client's.
-pub(super) fn spread(guard: &Guard, node: &str, longer: Duration) {
+pub(super) fn spread(guard: &RestartGuard, node: &str, longer: Duration) {
     let peers = &guard.peers;
     let (Some(nodes), Some(background)) = (
         peers.nodes.get().and_then(Weak::upgrade),

@@ -1,0 +1,135 @@
+//! [`Request`]: one round's command, built once and sent to every node of
+//! the round ([`Node::send`](super::Node::send) sends it).
+
+use redis::{Cmd, Value};
+
+use super::acl::Lua;
+use super::reentrant::REENTRANT_RELEASE;
+use super::scripts::RELEASE;
+
+/// Which replies count as a grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// Any reply but nil (`SET NX` answers `OK` or nil).
+    NotNil,
+    /// The integer reply equals this number.
+    Int(i64),
+}
+
+impl Grant {
+    /// Whether `reply` grants.
+    pub(super) fn granted(self, reply: &Value) -> bool {
+        match self {
+            Grant::NotNil => !matches!(reply, Value::Nil),
+            Grant::Int(n) => matches!(reply, Value::Int(i) if *i == n),
+        }
+    }
+}
+
+/// One command or script invocation, the same for every node of a round.
+pub(crate) struct Request {
+    pub(super) cmd: Cmd,
+    pub(super) script: Option<&'static Lua>,
+    pub(super) grant: Grant,
+}
+
+impl Request {
+    /// A plain command; `grant` says which replies grant.
+    pub(crate) fn command(cmd: Cmd, grant: Grant) -> Self {
+        Request {
+            cmd,
+            script: None,
+            grant,
+        }
+    }
+
+    /// `script` with `keys` and `args`; `grant` says which replies grant.
+    pub(crate) fn script(
+        script: &'static Lua,
+        keys: &[String],
+        args: &[&str],
+        grant: Grant,
+    ) -> Self {
+        Request::script_parts(script, keys.iter(), args, grant)
+    }
+
+    /// [`script`](Self::script) with the keys from an iterator.
+    pub(crate) fn script_parts<'a>(
+        script: &'static Lua,
+        keys: impl Iterator<Item = &'a String> + Clone,
+        args: &[&'a str],
+        grant: Grant,
+    ) -> Self {
+        let key_count = keys.clone().count();
+        let strings = keys.map(String::as_str).chain(args.iter().copied());
+        // EVALSHA, the hash and the key count (at most 20 digits) first.
+        let (count, size) = sized(strings.clone());
+        let hash = script.get_hash();
+        let mut cmd = Cmd::with_capacity(count + 3, size + "EVALSHA".len() + hash.len() + 20);
+        cmd.arg("EVALSHA").arg(hash).arg(key_count);
+        for string in strings {
+            cmd.arg(string);
+        }
+        Request {
+            cmd,
+            script: Some(script),
+            grant,
+        }
+    }
+
+    /// True for a compare-and-delete (a release or a clean-up).
+    pub(super) fn deletes(&self) -> bool {
+        self.script.is_some_and(|script| {
+            [&*RELEASE, &*REENTRANT_RELEASE]
+                .iter()
+                .any(|delete| delete.get_hash() == script.get_hash())
+        })
+    }
+
+    /// The keys of a script invocation (after `EVALSHA sha numkeys`).
+    pub(super) fn keys(&self) -> Vec<String> {
+        let mut args = self.cmd.args_iter().skip(2).filter_map(|arg| match arg {
+            redis::Arg::Simple(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+            _ => None,
+        });
+        let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        args.take(count).collect()
+    }
+}
+
+/// `name` and `args`, in a command that allocates its buffers once.
+pub(crate) fn command<'a>(name: &str, args: impl Iterator<Item = &'a str> + Clone) -> Cmd {
+    let (count, size) = sized(args.clone());
+    let mut cmd = Cmd::with_capacity(count + 1, size + name.len());
+    cmd.arg(name);
+    for arg in args {
+        cmd.arg(arg);
+    }
+    cmd
+}
+
+/// How many strings and how many bytes in all.
+fn sized<'a>(strings: impl Iterator<Item = &'a str>) -> (usize, usize) {
+    strings.fold((0, 0), |(count, size), s| (count + 1, size + s.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_request_knows_its_keys() {
+        let keys = ["a".to_owned(), "b".to_owned()];
+        let request = Request::script(&RELEASE, &keys, &["v", "c"], Grant::Int(2));
+        assert_eq!(request.keys(), keys);
+    }
+
+    #[test]
+    fn grants_read_the_reply_they_were_built_for() {
+        assert!(Grant::NotNil.granted(&Value::Okay));
+        assert!(!Grant::NotNil.granted(&Value::Nil));
+        assert!(Grant::Int(2).granted(&Value::Int(2)));
+        assert!(!Grant::Int(2).granted(&Value::Int(1)));
+        assert!(!Grant::Int(1).granted(&Value::Nil));
+    }
+}
