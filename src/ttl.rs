@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::config::{Config, MAX_TTL};
 use crate::error::{Error, Result};
 
@@ -44,7 +46,7 @@ impl Ttl {
             )));
         }
         let ttl = Duration::from_millis(millis);
-        let drift = drift(ttl, config.drift_factor(), config.drift_padding());
+        let drift = config.drift_for(ttl);
         let floor = drift.saturating_add(config.min_validity());
         if ttl <= floor {
             return Err(Error::InvalidArgument(format!(
@@ -59,20 +61,22 @@ impl Ttl {
             drift,
         })
     }
-}
 
-/// The clock-drift allowance for `ttl`: `ttl * factor + padding`.
-///
-/// `factor` is validated to `[0, 1)` at construction; should it be anything
-/// else the whole TTL is taken as drift, which makes every acquisition fail
-/// safe rather than succeed unsafe.
-pub(crate) fn drift(ttl: Duration, factor: f64, padding: Duration) -> Duration {
-    let proportional = Duration::try_from_secs_f64(ttl.as_secs_f64() * factor).unwrap_or(ttl);
-    proportional.saturating_add(padding)
+    /// What is left of this TTL `elapsed` after the round began, less the
+    /// drift allowance; `None` when nothing is.
+    pub(crate) fn validity(&self, elapsed: Duration) -> Option<Duration> {
+        validity(self.ttl, elapsed, self.drift)
+    }
+
+    /// When a hold of this TTL, whose round began at `start`, stops being
+    /// valid: the TTL less the drift allowance after `start`.
+    pub(crate) fn deadline(&self, start: Instant) -> Instant {
+        start + self.ttl - self.drift
+    }
 }
 
 /// What is left of `ttl` after `elapsed` and `drift`, or `None` when nothing is.
-pub(crate) fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Option<Duration> {
+fn validity(ttl: Duration, elapsed: Duration, drift: Duration) -> Option<Duration> {
     ttl.checked_sub(elapsed)?
         .checked_sub(drift)
         .filter(|left| !left.is_zero())
@@ -150,18 +154,6 @@ mod tests {
     }
 
     #[test]
-    fn drift_is_factor_times_ttl_plus_padding() {
-        assert_eq!(drift(10_000 * MS, 0.01, 2 * MS), 102 * MS);
-        assert_eq!(drift(10_000 * MS, 0.0, Duration::ZERO), Duration::ZERO);
-    }
-
-    #[test]
-    fn drift_with_an_unvalidated_factor_takes_the_whole_ttl() {
-        assert_eq!(drift(100 * MS, f64::NAN, Duration::ZERO), 100 * MS);
-        assert_eq!(drift(100 * MS, -1.0, Duration::ZERO), 100 * MS);
-    }
-
-    #[test]
     fn validity_subtracts_elapsed_and_drift() {
         assert_eq!(validity(1000 * MS, 30 * MS, 12 * MS), Some(958 * MS));
     }
@@ -217,15 +209,6 @@ mod tests {
                 prop_assert!(pause + jitter + slack >= base);
             }
 
-            #[test]
-            fn drift_grows_with_the_ttl_and_never_overflows(
-                ttl in any::<u64>(), factor in 0.0f64..1.0, padding in any::<u64>(),
-            ) {
-                let (ttl, padding) = (Duration::from_millis(ttl), Duration::from_millis(padding));
-                let d = drift(ttl, factor, padding);
-                prop_assert!(d >= padding);
-                prop_assert!(d >= drift(ttl / 2, factor, padding));
-            }
         }
     }
 }

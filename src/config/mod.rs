@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 mod connect;
+mod drift;
 mod labels;
 mod operations;
 mod restart_guard;

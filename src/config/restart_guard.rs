@@ -110,7 +110,7 @@ impl Config {
     /// ```
     pub fn quarantine(&self) -> Option<Duration> {
         let max_ttl = self.restart_guard?;
-        let drift = crate::ttl::drift(max_ttl, self.drift_factor, self.drift_padding);
+        let drift = self.drift_for(max_ttl);
         let q = max_ttl.saturating_add(drift);
         let millis = q.as_nanos().div_ceil(1_000_000);
         Some(Duration::from_millis(

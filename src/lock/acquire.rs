@@ -159,7 +159,8 @@ async fn attempt(
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
-    let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
+    let validity = ttl
+        .validity(start.elapsed())
         .filter(|v| *v > shared.config.min_validity());
     if round.decision == Decision::Granted
         && let Some(validity) = validity

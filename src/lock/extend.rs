@@ -13,7 +13,7 @@ use crate::node::commands::Found;
 use crate::node::request::Request;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
-use crate::ttl::{self, Ttl};
+use crate::ttl::Ttl;
 
 impl Held {
     /// One extension round to `ttl` from now. Rounds of one lock run one at
@@ -86,7 +86,7 @@ impl Held {
             shared.config.reseed_restarted_nodes() && !crate::value::is_hold_id(&self.value);
         let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
         let start = Instant::now();
-        let new_deadline = start + ttl.ttl - ttl.drift;
+        let new_deadline = ttl.deadline(start);
         // While the round is in flight some nodes may already have the new
         // TTL: never claim more than it allows, even if it is shorter.
         self.status.send_if_modified(|s| {
@@ -122,7 +122,7 @@ impl Held {
             .await;
         spans::votes(round.granted(), round.refused());
         *last = std::mem::take(&mut round.gates);
-        let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift);
+        let validity = ttl.validity(start.elapsed());
         if round.decision == Decision::Granted && validity.is_some() {
             self.status.send_modify(|s| s.deadline = new_deadline);
             tracing::debug!(remaining = ?self.remaining(), "lock extended");

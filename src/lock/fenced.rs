@@ -28,7 +28,7 @@ use crate::keys::counter_key;
 use crate::node::commands::counters_known;
 use crate::node::request::Request;
 use crate::quorum::{self, Decision, Gates, Leftover};
-use crate::ttl::{self, Ttl};
+use crate::ttl::Ttl;
 use crate::value;
 
 /// The token of each of `resources` resources: one more than the largest
@@ -108,7 +108,8 @@ pub(crate) async fn attempt(
         let mut written = shared.vote_round("fence", after, request).await;
         // The write-back calls follow phase 1's on each node.
         pending.gates = std::mem::take(&mut written.gates);
-        let validity = ttl::validity(ttl.ttl, start.elapsed(), ttl.drift)
+        let validity = ttl
+            .validity(start.elapsed())
             .filter(|v| *v > shared.config.min_validity());
         if written.decision == Decision::Granted && validity.is_some() {
             let gates = pending.disarm();

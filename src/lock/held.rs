@@ -52,7 +52,7 @@ impl Held {
         gates: Gates,
     ) -> Self {
         let (status, _) = watch::channel(Status {
-            deadline: start + ttl.ttl - ttl.drift,
+            deadline: ttl.deadline(start),
             ended: false,
         });
         Held {
