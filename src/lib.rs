@@ -314,7 +314,6 @@ mod outcome;
 mod problem;
 mod rng;
 mod spans;
-mod startup_log;
 mod ttl;
 mod value;
 // Floor 1, one node.

@@ -233,12 +233,12 @@ pub(crate) fn warn_once(shared: &Arc<Shared>) {
     runtime.spawn(async move {
         let checks = crate::check::report(&shared.nodes, shared.config.fencing()).await;
         log_warnings(&shared, &checks);
-        crate::startup_log::log_errors(&checks);
+        crate::check::startup_log::log_errors(&checks);
     });
 }
 
-/// Logs what the start-up checks found (see [`crate::startup_log`]).
+/// Logs what the start-up checks found (see [`crate::check::startup_log`]).
 fn log_warnings(shared: &Shared, checks: &[crate::NodeCheck]) {
     let guard = shared.config.restart_guard().is_some();
-    crate::startup_log::log_warnings(checks, guard, shared.config.fencing());
+    crate::check::startup_log::log_warnings(checks, guard, shared.config.fencing());
 }
