@@ -9,8 +9,8 @@ use redis::{InfoDict, Role};
 use tokio::time::Instant;
 
 use super::classify::{classify, is_unchecked, refused_probe};
-use crate::node::restart_guard::{Trust, TrustStatus};
 use crate::node::Node;
+use crate::node::restart_guard::{Trust, TrustStatus};
 use crate::node_check::NodeCheck;
 use crate::problem::NodeProblem;
 

@@ -81,6 +81,57 @@ fn uses(code: &str, name: &str) -> bool {
     })
 }
 
+/// The names of the scripts (`static NAME: LazyLock<Lua>` or
+/// `LazyLock<Script>`) the library's source defines, outside the testkit.
+fn defined_scripts() -> Vec<String> {
+    fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("testkit") {
+                    walk(&path, found);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let source = std::fs::read_to_string(&path).unwrap();
+                for line in source.lines() {
+                    let Some((name, ty)) = line
+                        .trim_start()
+                        .strip_prefix("pub(crate) static ")
+                        .and_then(|rest| rest.split_once(':'))
+                    else {
+                        continue;
+                    };
+                    if ty.contains("LazyLock<Lua>") || ty.contains("LazyLock<Script>") {
+                        found.push(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    found.sort();
+    found
+}
+
+#[test]
+fn every_script_the_library_defines_is_listed() {
+    let defined = defined_scripts();
+    assert!(defined.len() > 10, "{defined:?}");
+    let mut listed: Vec<String> = every_script()
+        .iter()
+        .map(|(n, _)| (*n).to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, defined);
+}
+
 #[test]
 fn every_script_is_found_and_has_code() {
     let all = every_script();

@@ -218,4 +218,27 @@ mod tests {
         assert_eq!(r.feed(&get, 2000), get);
         assert!(r.take().is_empty());
     }
+
+    #[test]
+    fn the_restart_guards_scripts_have_their_ttl_rewritten_too() {
+        use crate::node::restart_guard::*;
+        let guarded: [(&crate::node::acl::Lua, usize); 6] = [
+            (&GUARDED_ACQUIRE_ALL, 1),
+            (&GUARDED_REENTRANT_ACQUIRE, 2),
+            (&GUARDED_FENCED_ACQUIRE, 1),
+            (&GUARDED_EXTEND, 1),
+            (&GUARDED_EXTEND_OR_MISSING, 1),
+            (&GUARDED_REENTRANT_EXTEND, 1),
+        ];
+        for (script, ttl) in guarded {
+            let sha = script.get_hash();
+            assert_eq!(ttl_argument(sha), Some(ttl), "{sha}");
+            let mut args = vec!["EVALSHA", sha, "2", "k", "guard", "v"];
+            args.extend(std::iter::repeat_n("o", ttl - 1));
+            args.extend(["1000", "60000"]);
+            let mut expected = args.clone();
+            expected[5 + ttl] = "500";
+            assert_eq!(Rewriter::default().feed(&req(&args), 2000), req(&expected));
+        }
+    }
 }
