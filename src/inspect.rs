@@ -3,34 +3,15 @@
 //! [`Redlock::inspect`](crate::Redlock::inspect) with one read-only
 //! script per node.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::NodeOutcome;
 use crate::node::Node;
-use crate::node::acl::{Lua, lua};
 use crate::node::request::{Grant, Request};
 use crate::node::restart_guard::Trust;
+use crate::node::scripts::INSPECT;
 use crate::value;
-
-/// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
-/// counter): `{type, pttl, holder, holds, counter}`, absent parts as ''.
-pub(crate) static INSPECT: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
-local kind = redis.call('type', KEYS[1]).ok
-local pttl = redis.call('pttl', KEYS[1])
-local holder, holds = '', 0
-if kind == 'string' then
-  holder = redis.call('get', KEYS[1])
-elseif kind == 'hash' then
-  holder = redis.call('hget', KEYS[1], 'owner') or ''
-  holds = tonumber(redis.call('hget', KEYS[1], 'count')) or 0
-end
-local counter = redis.pcall('get', KEYS[2])
-if type(counter) ~= 'string' then counter = '' end
-return {kind, pttl, holder, holds, counter}
-")
-});
 
 /// What one node holds for the resource.
 #[non_exhaustive]

@@ -405,7 +405,17 @@ fn random_script(rng: &mut Rng, library: &[(&'static str, String)]) -> (Step, St
             let keys = [locks, fences, vec![GUARD]].concat();
             (keys, [vec![value], tokens].concat(), false)
         }
-        "trust_status" | "mark_trusted" => (vec![GUARD], vec![q], true),
+        "guarded_extend" | "guarded_extend_or_missing" => {
+            ([locks, vec![GUARD]].concat(), vec![value, ttl, q], true)
+        }
+        "guarded_reentrant_extend" => (vec![lock, GUARD], vec![hold, ttl, q], true),
+        "trust_status" | "mark_trusted" | "set_quarantine" | "spread" => {
+            (vec![GUARD], vec![q], true)
+        }
+        "vouch_counters" => {
+            let counters = if rng.chance(50) { fences } else { vec![] };
+            ([vec![GUARD], counters].concat(), vec![q], true)
+        }
         "inspect" => (vec![lock, fences[0]], vec![], true),
         "diagnose" => (vec![lock], vec!["get", "pexpire", "time", "info"], false),
         other => panic!("no shape for the script {other}: add one"),

@@ -1,5 +1,5 @@
-//! Naming the command an ACL forbids: [`Lua`], a script that knows the
-//! commands it calls, and what is done when a node refuses a script.
+//! Naming the command an ACL forbids: what is done when a node refuses a
+//! script ([`Lua`] knows the commands it calls).
 //!
 //! Servers word the refusal of a command inside a script differently:
 //!
@@ -19,74 +19,12 @@
 //! All of it runs only on that error: nothing is added on the way to a
 //! granted lock.
 
-use std::ops::Deref;
 use std::sync::LazyLock;
 
 use redis::Script;
 
+use super::script::Lua;
 use crate::failure::{FailureKind, NodeFailure};
-
-/// A script and the commands it calls (with `redis.call` or
-/// `redis.pcall`: a `pcall` the ACL refuses does not abort the script, but
-/// makes it misread the key, so the user needs those commands too).
-pub(crate) struct Lua {
-    script: Script,
-    calls: Vec<String>,
-    source: String,
-}
-
-impl Deref for Lua {
-    type Target = Script;
-
-    fn deref(&self) -> &Script {
-        &self.script
-    }
-}
-
-impl Lua {
-    /// The commands the script calls, in the order of first use.
-    pub(crate) fn calls(&self) -> &[String] {
-        &self.calls
-    }
-
-    /// The script's Lua source, as sent to the node.
-    #[cfg(test)]
-    pub(crate) fn source(&self) -> &str {
-        &self.source
-    }
-
-    /// The commands called on line `line` (from 1, as the server counts).
-    fn calls_on_line(&self, line: usize) -> Vec<String> {
-        let text = line
-            .checked_sub(1)
-            .and_then(|i| self.source.lines().nth(i))
-            .unwrap_or_default();
-        called_commands(text)
-    }
-}
-
-/// A script from its Lua source.
-pub(crate) fn lua(source: &str) -> Lua {
-    Lua {
-        script: Script::new(source),
-        calls: called_commands(source),
-        source: source.to_owned(),
-    }
-}
-
-/// The distinct names in `redis.call('name'` and `redis.pcall('name'`,
-/// in order of first use.
-fn called_commands(source: &str) -> Vec<String> {
-    let mut calls: Vec<String> = Vec::new();
-    for rest in source.split("call('").skip(1) {
-        if let Some(name) = rest.split('\'').next()
-            && !calls.iter().any(|c| c == name)
-        {
-            calls.push(name.to_owned());
-        }
-    }
-    calls
-}
 
 /// The line of a script that an error names (`@user_script:8`), if any.
 fn error_line(message: &str) -> Option<usize> {
@@ -171,13 +109,7 @@ pub(crate) static DIAGNOSE: LazyLock<Script> = LazyLock::new(|| Script::new(DIAG
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn called_commands_are_listed_once_in_order_of_first_use() {
-        let source = "redis.call('get', k) redis.pcall('publish', c) redis.call('pexpire', k) \
-                      redis.pcall('get', k)";
-        assert_eq!(called_commands(source), ["get", "publish", "pexpire"]);
-    }
+    use crate::node::script::lua;
 
     fn refused(message: &str) -> NodeFailure {
         NodeFailure::new(FailureKind::NoPermission { command: None }, message)

@@ -1,8 +1,8 @@
 //! The documented ACL lines (docs/deployment.md) allow every command each
 //! script calls: a user set up from them can run every feature.
 
-use super::acl::Lua;
 use super::reentrant::{REENTRANT_ACQUIRE, REENTRANT_EXTEND, REENTRANT_RELEASE};
+use super::script::Lua;
 use super::scripts::*;
 
 /// The commands of one feature's line in docs/deployment.md.
@@ -42,7 +42,7 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
         &["core", "reentrant"],
         &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],
     );
-    assert_documented(&["core", "inspect"], &[&crate::inspect::INSPECT]);
+    assert_documented(&["core", "inspect"], &[&crate::node::scripts::INSPECT]);
     use crate::node::restart_guard::*;
     let guarded: [&Lua; 9] = [
         &GUARDED_ACQUIRE_ALL,

@@ -6,9 +6,9 @@
 
 use redis::{ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 
-use super::acl::Lua;
 use super::reentrant::REENTRANT_RELEASE;
 use super::request::Request;
+use super::script::Lua;
 use super::scripts::RELEASE;
 use super::{Node, NodeError, NodeResult};
 use crate::failure::is_script_denied;

@@ -12,8 +12,10 @@ pub(crate) mod link;
 mod lua_portable;
 pub(crate) mod observe;
 pub(crate) mod reentrant;
+pub(crate) mod registry;
 pub(crate) mod request;
 pub(crate) mod restart_guard;
+pub(crate) mod script;
 pub(crate) mod scripts;
 mod tls;
 
@@ -25,7 +27,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use self::link::Link;
 use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 
-use self::acl::{DIAGNOSE, Lua};
+use self::acl::DIAGNOSE;
+use self::script::Lua;
 use crate::config::Connect;
 use crate::error::{NodeOutcome, Result};
 use crate::failure::{FailureKind, NodeFailure};

@@ -29,7 +29,7 @@
 
 use std::sync::LazyLock;
 
-use super::acl::{Lua, lua};
+use super::script::{Lua, lua};
 use super::scripts::{EXTEND, RELEASE};
 #[cfg(doc)]
 use crate::value::HOLD_ID_MARK;

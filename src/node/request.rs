@@ -3,8 +3,8 @@
 
 use redis::{Cmd, Value};
 
-use super::acl::Lua;
 use super::reentrant::REENTRANT_RELEASE;
+use super::script::Lua;
 use super::scripts::RELEASE;
 
 /// Which replies count as a grant.

@@ -41,8 +41,8 @@ use std::time::Duration;
 pub(crate) use self::lua::*;
 pub(crate) use self::spread::Peers;
 
-use super::acl::Lua;
 use super::request::{Grant, Request};
+use super::script::Lua;
 use super::{Node, NodeError, NodeResult};
 
 /// What a node with the guard on needs to know: where its record is, the

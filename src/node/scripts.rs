@@ -10,7 +10,7 @@
 
 use std::sync::LazyLock;
 
-use super::acl::{Lua, lua};
+use super::script::{Lua, lua};
 use crate::value::MARKABLE_LUA;
 
 /// Takes every key of a multi-resource lock at once, or none.
@@ -218,3 +218,24 @@ for i = 1, n do
 end
 return 1
 ";
+
+// Inspection (see `crate::inspect`).
+
+/// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
+/// counter): `{type, pttl, holder, holds, counter}`, absent parts as ''.
+pub(crate) static INSPECT: LazyLock<Lua> = LazyLock::new(|| {
+    lua(r"
+local kind = redis.call('type', KEYS[1]).ok
+local pttl = redis.call('pttl', KEYS[1])
+local holder, holds = '', 0
+if kind == 'string' then
+  holder = redis.call('get', KEYS[1])
+elseif kind == 'hash' then
+  holder = redis.call('hget', KEYS[1], 'owner') or ''
+  holds = tonumber(redis.call('hget', KEYS[1], 'count')) or 0
+end
+local counter = redis.pcall('get', KEYS[2])
+if type(counter) ~= 'string' then counter = '' end
+return {kind, pttl, holder, holds, counter}
+")
+});

@@ -18,8 +18,6 @@
 //!
 //! Everything else is forwarded byte for byte.
 
-use std::sync::LazyLock;
-
 /// Buffers the client-to-server byte stream and rewrites whole requests.
 #[derive(Debug, Default)]
 pub(crate) struct Rewriter {
@@ -110,27 +108,6 @@ fn scaled(arg: &[u8], per_mille: u32) -> Option<Vec<u8>> {
     Some(scaled.to_string().into_bytes())
 }
 
-/// Which ARGV (from 0) of the script with `sha` is a TTL in milliseconds:
-/// the library's scripts that set or extend a TTL, known by their hash
-/// (a script's arguments alone do not tell a TTL from, say, a token).
-fn ttl_argument(sha: &str) -> Option<usize> {
-    static TTL_SCRIPTS: LazyLock<Vec<(&'static str, usize)>> = LazyLock::new(|| {
-        vec![
-            (crate::node::scripts::ACQUIRE_ALL.get_hash(), 1),
-            (crate::node::scripts::EXTEND.get_hash(), 1),
-            (crate::node::scripts::EXTEND_OR_MISSING.get_hash(), 1),
-            (crate::node::scripts::RESEED.get_hash(), 1),
-            (crate::node::scripts::FENCED_ACQUIRE.get_hash(), 1),
-            (crate::node::reentrant::REENTRANT_ACQUIRE.get_hash(), 2),
-            (crate::node::reentrant::REENTRANT_EXTEND.get_hash(), 1),
-        ]
-    });
-    TTL_SCRIPTS
-        .iter()
-        .find(|(hash, _)| hash.eq_ignore_ascii_case(sha))
-        .map(|(_, index)| *index)
-}
-
 /// The rewritten arguments, or `None` if the request has no TTL to change.
 fn rewrite(args: &[Vec<u8>], per_mille: u32) -> Option<Vec<Vec<u8>>> {
     let name = args.first()?.to_ascii_uppercase();
@@ -139,7 +116,9 @@ fn rewrite(args: &[Vec<u8>], per_mille: u32) -> Option<Vec<Vec<u8>>> {
         b"PEXPIRE" => 2,
         b"EVALSHA" => {
             let numkeys = number(args.get(2)?)?;
-            3 + numkeys + ttl_argument(std::str::from_utf8(args.get(1)?).ok()?)?
+            // Which ARGV is a TTL: the script registry knows, by the hash (a
+            // script's arguments alone do not tell a TTL from, say, a token).
+            3 + numkeys + crate::node::registry::ttl_argv(std::str::from_utf8(args.get(1)?).ok()?)?
         }
         _ => return None,
     };
@@ -222,7 +201,7 @@ mod tests {
     #[test]
     fn the_restart_guards_scripts_have_their_ttl_rewritten_too() {
         use crate::node::restart_guard::*;
-        let guarded: [(&crate::node::acl::Lua, usize); 6] = [
+        let guarded: [(&crate::node::script::Lua, usize); 6] = [
             (&GUARDED_ACQUIRE_ALL, 1),
             (&GUARDED_REENTRANT_ACQUIRE, 2),
             (&GUARDED_FENCED_ACQUIRE, 1),
@@ -232,7 +211,7 @@ mod tests {
         ];
         for (script, ttl) in guarded {
             let sha = script.get_hash();
-            assert_eq!(ttl_argument(sha), Some(ttl), "{sha}");
+            assert_eq!(crate::node::registry::ttl_argv(sha), Some(ttl), "{sha}");
             let mut args = vec!["EVALSHA", sha, "2", "k", "guard", "v"];
             args.extend(std::iter::repeat_n("o", ttl - 1));
             args.extend(["1000", "60000"]);

@@ -10,8 +10,8 @@
 
 use std::sync::LazyLock;
 
-use crate::node::acl::{Lua, lua};
 use crate::node::reentrant::{PRELUDE, REENTRANT_ACQUIRE_LUA, REENTRANT_EXTEND_LUA};
+use crate::node::script::{Lua, lua};
 use crate::node::scripts::{
     ACQUIRE_ALL_LUA, EXTEND_LUA, EXTEND_OR_MISSING_LUA, FENCE_WRITE_BACK_LUA, OURS, with_ours,
 };

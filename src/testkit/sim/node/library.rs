@@ -4,39 +4,14 @@
 
 use redis::{Cmd, ConnectionLike, RedisResult, Value};
 
-use crate::node::acl::{DIAGNOSE, Lua};
-use crate::node::{reentrant, restart_guard, scripts};
+use crate::node::acl::DIAGNOSE;
+use crate::node::registry::SCRIPTS;
+use crate::node::script::Lua;
 
-/// Every script the library sends, with its name.
-fn all() -> [(&'static str, &'static Lua); 17] {
-    [
-        ("acquire_all", &scripts::ACQUIRE_ALL),
-        ("release", &scripts::RELEASE),
-        ("extend", &scripts::EXTEND),
-        ("extend_or_missing", &scripts::EXTEND_OR_MISSING),
-        ("reseed", &scripts::RESEED),
-        ("fenced_acquire", &scripts::FENCED_ACQUIRE),
-        ("fence_write_back", &scripts::FENCE_WRITE_BACK),
-        ("reentrant_acquire", &reentrant::REENTRANT_ACQUIRE),
-        ("reentrant_release", &reentrant::REENTRANT_RELEASE),
-        ("reentrant_extend", &reentrant::REENTRANT_EXTEND),
-        ("guarded_acquire_all", &restart_guard::GUARDED_ACQUIRE_ALL),
-        (
-            "guarded_reentrant_acquire",
-            &restart_guard::GUARDED_REENTRANT_ACQUIRE,
-        ),
-        (
-            "guarded_fenced_acquire",
-            &restart_guard::GUARDED_FENCED_ACQUIRE,
-        ),
-        (
-            "guarded_fence_write_back",
-            &restart_guard::GUARDED_FENCE_WRITE_BACK,
-        ),
-        ("trust_status", &restart_guard::TRUST_STATUS),
-        ("mark_trusted", &restart_guard::MARK_TRUSTED),
-        ("inspect", &crate::inspect::INSPECT),
-    ]
+/// Every script the library sends, with its name
+/// ([`registry`](crate::node::registry)).
+fn all() -> impl Iterator<Item = (&'static str, &'static Lua)> {
+    SCRIPTS.iter().map(|s| (s.name, &**s.script))
 }
 
 /// The library's Lua scripts: each one's name and exact text, as it sends
@@ -46,7 +21,6 @@ fn all() -> [(&'static str, &'static Lua); 17] {
 #[doc(hidden)]
 pub fn scripts() -> Vec<(&'static str, String)> {
     let mut texts: Vec<(&'static str, String)> = all()
-        .into_iter()
         .filter_map(|(name, lua)| text_of(lua).map(|text| (name, text)))
         .collect();
     if let Some(text) = text_of(&DIAGNOSE) {

@@ -462,7 +462,13 @@ fn inspect_reads_the_holder_ttl_and_counter() {
     let keys = [key.as_str(), counter.as_str()];
     raw(&mut node, ms(0), &["SET", &key, OURS, "PX", "1000"]);
     raw(&mut node, ms(0), &["SET", &counter, "7"]);
-    let seen = invoke(&mut node, ms(250), &crate::inspect::INSPECT, &keys, &[]);
+    let seen = invoke(
+        &mut node,
+        ms(250),
+        &crate::node::scripts::INSPECT,
+        &keys,
+        &[],
+    );
     assert_eq!(
         seen,
         Value::Array(vec![
