@@ -167,7 +167,15 @@ return 1
 /// Returns nil when any lock key exists (nothing is written then), else the
 /// n counters as decimal strings ("0" for a counter never written).
 pub(crate) static FENCED_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
-    lua(r"
+    lua(&format!(
+        "local function counted(i, c) return c end\n{FENCED_ACQUIRE_LUA}"
+    ))
+});
+
+/// [`FENCED_ACQUIRE`]'s body: expects `counted(i, c)`, which gives the
+/// counter of resource i as returned (the restart guard's marks one not
+/// known intact).
+pub(crate) const FENCED_ACQUIRE_LUA: &str = r"
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then return false end
@@ -178,14 +186,13 @@ for i = 1, n do
   if c and not string.match(c, '^%d+$') then
     return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
   end
-  counters[i] = c or '0'
+  counters[i] = counted(i, c or '0')
 end
 for i = 1, n do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
 return counters
-")
-});
+";
 
 /// Phase 2: raises the counters to the tokens, only while the lock is ours.
 ///

@@ -13,7 +13,8 @@ use std::sync::LazyLock;
 use crate::node::reentrant::{PRELUDE, REENTRANT_ACQUIRE_LUA, REENTRANT_EXTEND_LUA};
 use crate::node::script::{Lua, lua};
 use crate::node::scripts::{
-    ACQUIRE_ALL_LUA, EXTEND_LUA, EXTEND_OR_MISSING_LUA, FENCE_WRITE_BACK_LUA, OURS, with_ours,
+    ACQUIRE_ALL_LUA, EXTEND_LUA, EXTEND_OR_MISSING_LUA, FENCE_WRITE_BACK_LUA, FENCED_ACQUIRE_LUA,
+    OURS, with_ours,
 };
 
 /// Lua that reads the live `run_id`, `master_replid` (nil where `INFO
@@ -114,28 +115,14 @@ pub(crate) static GUARDED_REENTRANT_ACQUIRE: LazyLock<Lua> =
 pub(crate) static GUARDED_FENCED_ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
     lua(&format!(
         r"{}
-local n = #KEYS / 2
-for i = 1, n do
-  if redis.call('exists', KEYS[i]) == 1 then return false end
-end
-local counters = {{}}
-local known = guard_since == '0' or redis.call('hget', guard_key, 'counters') == guard_since
-for i = 1, n do
-  local c = redis.call('get', KEYS[n + i])
-  if c and not string.match(c, '^%d+$') then
-    return redis.error_reply('fence counter ' .. KEYS[n + i] .. ' is not a number')
+local fence_known = guard_since == '0' or redis.call('hget', guard_key, 'counters') == guard_since
+local function counted(i, c)
+  if not fence_known and redis.call('hget', guard_key, KEYS[#KEYS / 2 + i]) ~= guard_since then
+    return '?' .. c
   end
-  c = c or '0'
-  if not known and redis.call('hget', guard_key, KEYS[n + i]) ~= guard_since then
-    c = '?' .. c
-  end
-  counters[i] = c
+  return c
 end
-for i = 1, n do
-  redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
-end
-return counters
-",
+{FENCED_ACQUIRE_LUA}",
         vote_guard()
     ))
 });
