@@ -450,7 +450,7 @@ fn benches(c: &mut Criterion) {
         eprintln!(
             "paused/first acquire+release with node 4 paused: {:?} (node_timeout {:?})",
             first.elapsed(),
-            healthy.config().node_timeout()
+            redquorum::DEFAULT_NODE_TIMEOUT
         );
         group.bench_function("acquire-one-paused", |b| {
             b.iter_custom(|iters| rt.block_on(timed_acquires(&healthy, iters)));

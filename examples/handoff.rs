@@ -44,11 +44,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Local nodes are used straight, without the fault proxies.
     let nodes = Nodes::from_env(5)?;
     let urls = nodes.direct_urls();
+    let notify = env_u64("NOTIFY", 1) != 0;
     let config = Config::default()
         .with_retry_count(u32::MAX)
         .with_retry_delay(retry)
         .with_retry_jitter(jitter)
-        .with_release_notifications(env_u64("NOTIFY", 1) != 0);
+        .with_release_notifications(notify);
     let redlock = Redlock::with_config(urls.iter().map(String::as_str), config)?;
     let resource = format!("handoff:{}", std::process::id());
     // Connect first.
@@ -129,7 +130,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             "blocking"
         },
-        redlock.config().release_notifications()
+        notify
     );
     println!(
         "acquisitions: {total} ({:.0}/s), hold as measured: mean {:.0} us",

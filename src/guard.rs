@@ -304,12 +304,12 @@ impl LockGuard {
     }
 
     /// Starts the watchdog: a background task that extends the lock to its
-    /// original TTL whenever [`Config::extend_at`](crate::Config::extend_at)
+    /// original TTL whenever [`Config::extend_at`](crate::Config::with_extend_at)
     /// of the TTL is left (1/3 by default), retries a failed extension with
     /// short jittered pauses while validity remains, and otherwise marks the
     /// lock lost, which resolves [`lost`](Self::lost). It obeys
-    /// [`Config::max_extensions`](crate::Config::max_extensions) and
-    /// [`Config::max_hold`](crate::Config::max_hold), and stops when the
+    /// [`Config::max_extensions`](crate::Config::with_max_extensions) and
+    /// [`Config::max_hold`](crate::Config::with_max_hold), and stops when the
     /// guard is released or dropped. A second call does nothing.
     ///
     /// Call it inside a tokio runtime; outside one no task can start (a

@@ -11,7 +11,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_metrics_resource_label(true);
-    /// assert!(config.metrics_resource_label());
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_metrics_resource_label(mut self, on: bool) -> Self {
@@ -20,11 +19,7 @@ impl Config {
     }
 
     /// Whether the lock metrics carry the resource name.
-    ///
-    /// ```
-    /// assert!(!redquorum::Config::default().metrics_resource_label());
-    /// ```
-    pub fn metrics_resource_label(&self) -> bool {
+    pub(crate) fn metrics_resource_label(&self) -> bool {
         self.metrics_resource_label
     }
 }

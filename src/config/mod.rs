@@ -4,6 +4,8 @@ use std::time::Duration;
 
 mod connect;
 mod drift;
+#[cfg(test)]
+mod examples;
 mod labels;
 mod operations;
 mod restart_guard;
@@ -82,8 +84,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 ///     .with_retry_count(5)
 ///     .with_retry_delay(Duration::from_millis(50))
 ///     .with_node_timeout(Duration::from_millis(30));
-/// assert_eq!(config.retry_count(), 5);
-/// assert_eq!(config.quorum(), None); // majority of the nodes
+/// assert_ne!(config, Config::default());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -140,7 +141,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_quorum(4);
-    /// assert_eq!(config.quorum(), Some(4));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_quorum(mut self, quorum: usize) -> Self {
@@ -149,11 +149,8 @@ impl Config {
     }
 
     /// The quorum set with [`with_quorum`](Self::with_quorum), `None` for a majority.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().quorum(), None);
-    /// ```
-    pub fn quorum(&self) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn quorum(&self) -> Option<usize> {
         self.quorum
     }
 
@@ -161,7 +158,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_drift_factor(0.02);
-    /// assert_eq!(config.drift_factor(), 0.02);
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_drift_factor(mut self, factor: f64) -> Self {
@@ -170,11 +166,7 @@ impl Config {
     }
 
     /// The proportional clock-drift allowance.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().drift_factor(), 0.01);
-    /// ```
-    pub fn drift_factor(&self) -> f64 {
+    pub(crate) fn drift_factor(&self) -> f64 {
         self.drift_factor
     }
 
@@ -183,7 +175,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_drift_padding(Duration::from_millis(5));
-    /// assert_eq!(config.drift_padding(), Duration::from_millis(5));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_drift_padding(mut self, padding: Duration) -> Self {
@@ -192,12 +183,8 @@ impl Config {
     }
 
     /// The fixed clock-drift allowance.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// assert_eq!(redquorum::Config::default().drift_padding(), Duration::from_millis(2));
-    /// ```
-    pub fn drift_padding(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn drift_padding(&self) -> Duration {
         self.drift_padding
     }
 
@@ -207,7 +194,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_min_validity(Duration::from_millis(100));
-    /// assert_eq!(config.min_validity(), Duration::from_millis(100));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_min_validity(mut self, min_validity: Duration) -> Self {
@@ -216,11 +202,7 @@ impl Config {
     }
 
     /// The least validity an acquisition must leave.
-    ///
-    /// ```
-    /// assert!(redquorum::Config::default().min_validity().is_zero());
-    /// ```
-    pub fn min_validity(&self) -> Duration {
+    pub(crate) fn min_validity(&self) -> Duration {
         self.min_validity
     }
 
@@ -233,7 +215,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_node_timeout(Duration::from_millis(50));
-    /// assert_eq!(config.node_timeout(), Duration::from_millis(50));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_node_timeout(mut self, timeout: Duration) -> Self {
@@ -242,12 +223,7 @@ impl Config {
     }
 
     /// The limit on one call to one node.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// assert_eq!(redquorum::Config::default().node_timeout(), Duration::from_millis(100));
-    /// ```
-    pub fn node_timeout(&self) -> Duration {
+    pub(crate) fn node_timeout(&self) -> Duration {
         self.node_timeout
     }
 
@@ -256,7 +232,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_key_prefix("billing:");
-    /// assert_eq!(config.key_prefix(), "billing:");
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_key_prefix(mut self, prefix: &str) -> Self {
@@ -265,11 +240,7 @@ impl Config {
     }
 
     /// The prefix of every key the library writes.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().key_prefix(), "redquorum:");
-    /// ```
-    pub fn key_prefix(&self) -> &str {
+    pub(crate) fn key_prefix(&self) -> &str {
         &self.key_prefix
     }
 
@@ -280,7 +251,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_fencing(true);
-    /// assert!(config.fencing());
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_fencing(mut self, fencing: bool) -> Self {
@@ -289,11 +259,7 @@ impl Config {
     }
 
     /// Whether acquisitions issue fencing tokens.
-    ///
-    /// ```
-    /// assert!(!redquorum::Config::default().fencing());
-    /// ```
-    pub fn fencing(&self) -> bool {
+    pub(crate) fn fencing(&self) -> bool {
         self.fencing
     }
 
@@ -306,7 +272,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_release_notifications(false);
-    /// assert!(!config.release_notifications());
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_release_notifications(mut self, on: bool) -> Self {
@@ -315,11 +280,7 @@ impl Config {
     }
 
     /// Whether releases wake waiting `lock()` calls at once.
-    ///
-    /// ```
-    /// assert!(redquorum::Config::default().release_notifications());
-    /// ```
-    pub fn release_notifications(&self) -> bool {
+    pub(crate) fn release_notifications(&self) -> bool {
         self.release_notifications
     }
 }

@@ -11,7 +11,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_retry_count(0);
-    /// assert_eq!(config.retry_count(), 0);
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_retry_count(mut self, retries: u32) -> Self {
@@ -20,11 +19,7 @@ impl Config {
     }
 
     /// Retries after the first attempt.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().retry_count(), 10);
-    /// ```
-    pub fn retry_count(&self) -> u32 {
+    pub(crate) fn retry_count(&self) -> u32 {
         self.retry_count
     }
 
@@ -33,7 +28,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_retry_delay(Duration::from_millis(20));
-    /// assert_eq!(config.retry_delay(), Duration::from_millis(20));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_retry_delay(mut self, delay: Duration) -> Self {
@@ -42,12 +36,7 @@ impl Config {
     }
 
     /// The pause between two attempts.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// assert_eq!(redquorum::Config::default().retry_delay(), Duration::from_millis(200));
-    /// ```
-    pub fn retry_delay(&self) -> Duration {
+    pub(crate) fn retry_delay(&self) -> Duration {
         self.retry_delay
     }
 
@@ -58,7 +47,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_retry_jitter(Duration::ZERO);
-    /// assert!(config.retry_jitter().is_zero());
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_retry_jitter(mut self, jitter: Duration) -> Self {
@@ -67,12 +55,7 @@ impl Config {
     }
 
     /// The random spread around the retry delay.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// assert_eq!(redquorum::Config::default().retry_jitter(), Duration::from_millis(100));
-    /// ```
-    pub fn retry_jitter(&self) -> Duration {
+    pub(crate) fn retry_jitter(&self) -> Duration {
         self.retry_jitter
     }
 
@@ -85,7 +68,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_acquire_timeout(Duration::from_secs(2));
-    /// assert_eq!(config.acquire_timeout(), Some(Duration::from_secs(2)));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_acquire_timeout(mut self, timeout: Duration) -> Self {
@@ -94,11 +76,7 @@ impl Config {
     }
 
     /// The overall deadline of `lock`, if any.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().acquire_timeout(), None);
-    /// ```
-    pub fn acquire_timeout(&self) -> Option<Duration> {
+    pub(crate) fn acquire_timeout(&self) -> Option<Duration> {
         self.acquire_timeout
     }
 }

@@ -85,7 +85,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_extend_at(0.5);
-    /// assert_eq!(config.extend_at(), 0.5);
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_extend_at(mut self, share_left: f64) -> Self {
@@ -94,11 +93,7 @@ impl Config {
     }
 
     /// The share of the TTL left when the watchdog extends.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().extend_at(), redquorum::DEFAULT_EXTEND_AT);
-    /// ```
-    pub fn extend_at(&self) -> f64 {
+    pub(crate) fn extend_at(&self) -> f64 {
         self.watchdog.extend_at
     }
 
@@ -108,7 +103,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_max_extensions(3);
-    /// assert_eq!(config.max_extensions(), Some(3));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_max_extensions(mut self, max: u32) -> Self {
@@ -117,11 +111,8 @@ impl Config {
     }
 
     /// The limit on watchdog extensions of one lock, if any.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().max_extensions(), None);
-    /// ```
-    pub fn max_extensions(&self) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn max_extensions(&self) -> Option<u32> {
         self.watchdog.max_extensions
     }
 
@@ -133,7 +124,6 @@ impl Config {
     /// ```
     /// use std::time::Duration;
     /// let config = redquorum::Config::default().with_max_hold(Duration::from_secs(600));
-    /// assert_eq!(config.max_hold(), Some(Duration::from_secs(600)));
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_max_hold(mut self, max: Duration) -> Self {
@@ -142,11 +132,8 @@ impl Config {
     }
 
     /// The limit on how long the watchdog keeps one lock, if any.
-    ///
-    /// ```
-    /// assert_eq!(redquorum::Config::default().max_hold(), None);
-    /// ```
-    pub fn max_hold(&self) -> Option<Duration> {
+    #[cfg(test)]
+    pub(crate) fn max_hold(&self) -> Option<Duration> {
         self.watchdog.max_hold
     }
 
@@ -157,7 +144,6 @@ impl Config {
     ///
     /// ```
     /// let config = redquorum::Config::default().with_reseed_restarted_nodes(true);
-    /// assert!(config.reseed_restarted_nodes());
     /// ```
     #[must_use = "a setter returns the changed config"]
     pub fn with_reseed_restarted_nodes(mut self, reseed: bool) -> Self {
@@ -166,11 +152,7 @@ impl Config {
     }
 
     /// Whether extensions re-seed nodes that lost the key.
-    ///
-    /// ```
-    /// assert!(!redquorum::Config::default().reseed_restarted_nodes());
-    /// ```
-    pub fn reseed_restarted_nodes(&self) -> bool {
+    pub(crate) fn reseed_restarted_nodes(&self) -> bool {
         self.watchdog.reseed
     }
 

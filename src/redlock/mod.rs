@@ -221,11 +221,11 @@ impl Redlock {
         self.shared.nodes.len()
     }
 
-    /// The config in force.
+    /// The config in force (its `Debug` shows every setting).
     ///
     /// ```
     /// let redlock = redquorum::Redlock::new(["redis://a:6379"])?;
-    /// assert_eq!(redlock.config().retry_count(), 10);
+    /// assert_eq!(redlock.config(), &redquorum::Config::default());
     /// # Ok::<(), redquorum::Error>(())
     /// ```
     pub fn config(&self) -> &Config {

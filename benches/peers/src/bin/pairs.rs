@@ -159,6 +159,7 @@ fn main() {
                 Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"),
             )
         };
+        let lib_name = lib.clone();
         let lib = Arc::new(match lib.as_str() {
             "ours" => ours(true),
             "ours-quiet" => ours(false),
@@ -181,7 +182,7 @@ fn main() {
         let name = match &*lib {
             Lib::Ours(r) => {
                 r.shutdown().await;
-                if r.config().release_notifications() {
+                if lib_name == "ours" {
                     "ours"
                 } else {
                     "ours-quiet"
