@@ -101,14 +101,14 @@ impl LockGuard {
     }
 
     /// The fencing tokens of a multi-resource lock, one per resource in the
-    /// order given to [`Redlock::lock_many`](crate::Redlock::lock_many)
+    /// order given to [`Redlock::lock`](crate::Redlock::lock)
     /// (duplicates removed); `None` when fencing is off. Each resource has
     /// its own counter, so tokens of different resources are unrelated.
     /// [`fencing_token`](Self::fencing_token) is the first of them.
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let guard = redlock.lock_many(&["from", "to"], std::time::Duration::from_secs(5)).await?;
+    /// let guard = redlock.lock(&["from", "to"], std::time::Duration::from_secs(5)).await?;
     /// if let Some(tokens) = guard.fencing_tokens() {
     ///     assert_eq!(tokens.len(), 2);
     ///     assert_eq!(guard.fencing_token(), Some(tokens[0]));
@@ -123,7 +123,7 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let guard = redlock.lock_many(&["b", "a", "b"], std::time::Duration::from_secs(5)).await?;
+    /// let guard = redlock.lock(&["b", "a", "b"], std::time::Duration::from_secs(5)).await?;
     /// assert_eq!(guard.resources(), ["b", "a"]);
     /// # Ok(()) }
     /// ```

@@ -11,8 +11,9 @@
 //! | take it only if free now (a cron job every host starts) | [`Redlock::try_lock`], or [`Redlock::try_with_lock`] around a job |
 //! | run a job under a lock kept alive, cancelled if it is lost | [`Redlock::with_lock`] |
 //! | wait at most a deadline, or other per-call settings | [`Redlock::lock_with`] and [`LockOptions`] |
-//! | several resources at once, all or none | [`Redlock::lock_many`] |
-//! | take it again while the same owner holds it | [`Redlock::lock_reentrant`] |
+//! | several resources at once, all or none | any of these with a list of names ([`Resources`]) |
+//! | take it again while the same owner holds it | [`Redlock::lock_with`] and [`LockOptions::owner`] |
+//! | run a job under a lock taken with options | [`Redlock::lock_with`], then [`LockGuard::run`] |
 //! | a token the protected store can check against stale holders | [`Config::with_fencing`], [`LockGuard::fencing_token`] |
 //! | keep a held lock longer | [`LockGuard::extend`], or [`LockGuard::auto_extend`] and [`LockGuard::lost`] |
 //! | give it back (and know whether exclusivity held) | [`LockGuard::release`] |
@@ -182,7 +183,7 @@
 //!
 //! ## Reentrant holds
 //!
-//! [`Redlock::lock_reentrant`] lets one caller-chosen owner take a lock it
+//! [`LockOptions::owner`] lets one caller-chosen owner take a lock it
 //! already holds; the lock is free for others once every hold is released.
 //! A reentrant lock and a plain lock of the same resource exclude each
 //! other.
@@ -312,6 +313,7 @@ mod node_check;
 mod options;
 mod outcome;
 mod problem;
+mod resources;
 mod rng;
 mod spans;
 mod ttl;
@@ -359,3 +361,4 @@ pub use problem::NodeProblem;
 /// redquorum links.
 pub use redis;
 pub use redlock::Redlock;
+pub use resources::Resources;

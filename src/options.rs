@@ -8,8 +8,7 @@ use tokio::time::Instant;
 use crate::config::{Config, MAX_TTL, MAX_WAIT};
 use crate::error::{Error, Result};
 
-/// Per-call settings for [`Redlock::lock_with`](crate::Redlock::lock_with)
-/// and [`Redlock::lock_many_with`](crate::Redlock::lock_many_with): one
+/// Per-call settings for [`Redlock::lock_with`](crate::Redlock::lock_with): one
 /// `Redlock` (one set of connections) serves calls of different shapes.
 /// What is not set here comes from the [`Config`].
 ///
@@ -45,6 +44,7 @@ pub struct LockOptions {
     fencing: Option<bool>,
     retry_delay: Option<Duration>,
     retry_jitter: Option<Duration>,
+    owner: Option<String>,
 }
 
 /// How long one call waits for the lock.
@@ -155,6 +155,51 @@ impl LockOptions {
     pub fn retry_jitter(mut self, jitter: Duration) -> Self {
         self.retry_jitter = Some(jitter);
         self
+    }
+
+    /// A reentrant hold for `owner` (a job id, a request id): the same
+    /// owner may take the lock again while holding it, and each guard is
+    /// one hold; the lock is free for others once every hold of `owner` is
+    /// released (or has expired).
+    ///
+    /// On each node one script takes a free lock for `owner`, or adds a
+    /// hold when `owner` already has it (raising the TTL to at least the
+    /// call's), or refuses. Quorum, validity, retries and the clean-up
+    /// after a failed attempt are those of any other lock. A reentrant lock
+    /// and a plain lock of the same resource exclude each other. Reentrant
+    /// holds cover one resource and carry no fencing token, even with
+    /// fencing on.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::LockOptions;
+    ///
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let job = LockOptions::new().owner("job-17");
+    /// let ttl = Duration::from_secs(10);
+    /// let outer = redlock.lock_with("ledger", ttl, &job).await?;
+    /// let inner = redlock.lock_with("ledger", ttl, &job).await?;
+    /// inner.release().await?; // still held by job-17
+    /// outer.release().await?; // now free
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Holds are counted per node. Should a release not reach a node (it
+    /// is down or cut off), that node keeps the hold until the key's TTL
+    /// runs out, and its count stays above the others': it votes against
+    /// other owners until then. The count of a node never drifts from
+    /// failed or cancelled acquisitions, since each hold has its own id.
+    /// An empty owner, or an owner with several resources, is refused by
+    /// the call with [`Error::InvalidArgument`].
+    #[must_use = "a setter returns the changed options"]
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// The owner of a reentrant hold, if [`owner`](Self::owner) set one.
+    pub(crate) fn owner_name(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 }
 

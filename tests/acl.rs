@@ -56,7 +56,7 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
 
     let many = [common::unique("acl-a"), common::unique("acl-b")];
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
-    let guard = redlock.lock_many(&many, TTL).await.expect("lock_many");
+    let guard = redlock.lock(&many, TTL).await.expect("lock_many");
     guard.release().await.expect("release many");
 
     let fenced = LockOptions::new().fencing(true);
@@ -68,11 +68,11 @@ async fn the_documented_least_privilege_user_runs_every_feature() {
     guard.release().await.expect("fenced release");
 
     let outer = redlock
-        .lock_reentrant(&resource, "job", TTL)
+        .lock_with(&resource, TTL, &redquorum::LockOptions::new().owner("job"))
         .await
         .expect("reentrant");
     let mut inner = redlock
-        .lock_reentrant(&resource, "job", TTL)
+        .lock_with(&resource, TTL, &redquorum::LockOptions::new().owner("job"))
         .await
         .expect("reentrant again");
     inner.extend(TTL).await.expect("reentrant extend");
@@ -94,7 +94,11 @@ async fn the_core_user_alone_locks_and_the_checks_name_what_they_could_not_check
     guard.release().await.expect("release");
 
     let err = redlock
-        .try_lock_reentrant(&resource, "job", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("job").no_wait(),
+        )
         .await
         .expect_err("reentrant needs its own commands");
     let kinds = failures(&err);
@@ -191,7 +195,7 @@ async fn the_documented_restart_guard_user_locks_with_the_guard_on() {
     assert!(guard.fencing_token().is_some());
     guard.release().await.expect("fenced release");
     let hold = redlock
-        .lock_reentrant(&resource, "job", TTL)
+        .lock_with(&resource, TTL, &redquorum::LockOptions::new().owner("job"))
         .await
         .expect("guarded reentrant lock");
     hold.release().await.expect("reentrant release");

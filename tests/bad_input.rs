@@ -208,7 +208,7 @@ async fn lock_many_with_a_hundred_thousand_names_does_no_quadratic_work() {
     let names: Vec<String> = (0..100_000).map(|i| format!("r{}", i % 60_000)).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let started = std::time::Instant::now();
-    let result = redlock.lock_many(&names, Duration::from_secs(5)).await;
+    let result = redlock.lock(&names, Duration::from_secs(5)).await;
     let took = started.elapsed();
     assert!(matches!(result, Err(Error::NotAcquired(_))), "{result:?}");
     // Only catches quadratic work: linear work takes a fraction of this.
@@ -270,14 +270,19 @@ async fn empty_resource_and_bad_ttls_are_invalid_arguments_without_touching_the_
     let second = Duration::from_secs(1);
     assert!(invalid_argument(redlock.try_lock("", second).await).contains("empty"));
     assert!(invalid_argument(redlock.lock("", second).await).contains("empty"));
-    assert!(invalid_argument(redlock.lock_many(&[], second).await).contains("no resource"));
-    assert!(invalid_argument(redlock.lock_many(&["a", ""], second).await).contains("empty"));
+    assert!(invalid_argument(redlock.lock(&[] as &[&str], second).await).contains("no resource"));
+    assert!(invalid_argument(redlock.lock(&["a", ""], second).await).contains("empty"));
     assert!(invalid_argument(redlock.try_lock("r", Duration::ZERO).await).contains("below 1 ms"));
     assert!(
         invalid_argument(redlock.try_lock("r", Duration::from_millis(2)).await).contains("drift")
     );
     assert!(invalid_argument(redlock.try_lock("r", MAX_TTL + second).await).contains("longer"));
     assert!(invalid_argument(redlock.try_lock("r", Duration::MAX).await).contains("longer"));
+    let owner = redquorum::LockOptions::new().owner("job-1");
+    let several = redlock.lock_with(&["a", "b"], second, &owner).await;
+    assert!(invalid_argument(several).contains("one resource"));
+    let nobody = redquorum::LockOptions::new().owner("");
+    assert!(invalid_argument(redlock.lock_with("a", second, &nobody).await).contains("owner"));
 }
 
 #[tokio::test]

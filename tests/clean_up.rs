@@ -177,7 +177,7 @@ async fn a_retry_follows_a_clean_up_whose_node_had_forgotten_its_scripts() {
             "another-owner",
             Duration::from_millis(10),
         );
-        match redlock.lock_many(&[&a, &b], TTL).await {
+        match redlock.lock(&[&a, &b], TTL).await {
             Ok(guard) => guard.release().await.unwrap(),
             Err(e) => {
                 panic!("round {round}: the retry was refused by the failed attempt's own keys: {e}")

@@ -757,7 +757,14 @@ fn status_names_the_owner_and_the_number_of_holds_of_a_reentrant_lock() {
     let holds = runtime.block_on(async {
         let mut holds = Vec::new();
         for _ in 0..2 {
-            match redlock.lock_reentrant(&resource, "job-17", ttl).await {
+            match redlock
+                .lock_with(
+                    &resource,
+                    ttl,
+                    &redquorum::LockOptions::new().owner("job-17"),
+                )
+                .await
+            {
                 Ok(guard) => holds.push(guard),
                 Err(e) => panic!("reentrant hold: {e}"),
             }

@@ -64,11 +64,19 @@ async fn inspect_shows_reentrant_owners_and_nodes_it_cannot_read() {
     let redlock = common::redlock(&cluster.urls(), common::fast_config());
     let resource = common::unique("inspect-reentrant");
     let outer = redlock
-        .lock_reentrant(&resource, "job-17", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("job-17"),
+        )
         .await
         .expect("outer");
     let inner = redlock
-        .lock_reentrant(&resource, "job-17", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("job-17"),
+        )
         .await
         .expect("inner");
     cluster.kill(2).expect("kill");

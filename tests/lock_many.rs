@@ -54,7 +54,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
                 if rand::random::<bool>() {
                     set.reverse();
                 }
-                let guard = match redlock.lock_many(&set, Duration::from_millis(500)).await {
+                let guard = match redlock.lock(&set, Duration::from_millis(500)).await {
                     Ok(guard) => guard,
                     Err(e) => panic!("worker {worker}: {e}"),
                 };
@@ -136,7 +136,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
             set(url, &key(&b), "another-owner", Duration::from_secs(10));
         }
         let err = redlock
-            .lock_many(&[&a, &b, &c], Duration::from_secs(5))
+            .lock(&[&a, &b, &c], Duration::from_secs(5))
             .await
             .expect_err("b is held: the whole set must fail");
         assert!(
@@ -158,7 +158,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
             query::<()>(url, redis::cmd("DEL").arg(key(&b))).unwrap_or_else(|e| panic!("{e}"));
         }
         let guard = redlock
-            .lock_many(&[&a, &b, &c], Duration::from_secs(5))
+            .lock(&[&a, &b, &c], Duration::from_secs(5))
             .await
             .unwrap_or_else(|e| panic!("lock_many: {e}"));
         for resource in [&a, &b, &c] {
@@ -183,7 +183,7 @@ async fn each_resource_of_a_set_has_its_own_fencing_counter() {
     let (x, y) = (unique("x"), unique("y"));
     let take = async |set: &[&str]| {
         let guard = redlock
-            .lock_many(set, Duration::from_secs(5))
+            .lock(set, Duration::from_secs(5))
             .await
             .unwrap_or_else(|e| panic!("lock_many: {e}"));
         let tokens = guard.fencing_tokens().expect("fencing is on").to_vec();
@@ -211,7 +211,7 @@ async fn try_lock_many_is_refused_while_one_resource_is_locked_alone() {
         .await
         .unwrap_or_else(|e| panic!("lock: {e}"));
     let err = redlock
-        .try_lock_many(&[&x, &y], Duration::from_secs(5))
+        .try_lock(&[&x, &y], Duration::from_secs(5))
         .await
         .expect_err("y is held");
     assert!(
@@ -223,7 +223,7 @@ async fn try_lock_many_is_refused_while_one_resource_is_locked_alone() {
         .await
         .unwrap_or_else(|e| panic!("release: {e}"));
     let both = redlock
-        .try_lock_many(&[&x, &y], Duration::from_secs(5))
+        .try_lock(&[&x, &y], Duration::from_secs(5))
         .await
         .unwrap_or_else(|e| panic!("try_lock_many: {e}"));
     assert_eq!(both.fencing_tokens(), Some(&[1, 2][..]));

@@ -664,13 +664,13 @@ impl Client {
             16..22 => {
                 let (rs, ttl) = (self.two_resources(), self.ttl());
                 let called = Instant::now();
-                let result = self.plain.try_lock_many(&rs, ttl).await;
+                let result = self.plain.try_lock(&rs, ttl).await;
                 self.admit("try_lock_many", called, result);
             }
             22..28 => {
                 let (rs, ttl) = (self.two_resources(), self.ttl());
                 let called = Instant::now();
-                let result = self.plain.lock_many(&rs, ttl).await;
+                let result = self.plain.lock(&rs, ttl).await;
                 self.admit("lock_many", called, result);
             }
             28..36 => {
@@ -686,7 +686,7 @@ impl Client {
             36..41 => {
                 let (rs, ttl) = (self.two_resources(), self.ttl());
                 let called = Instant::now();
-                let result = self.fenced.lock_many(&rs, ttl).await;
+                let result = self.fenced.lock(&rs, ttl).await;
                 self.admit("fenced_many", called, result);
             }
             41..50 => self.reentrant().await,
@@ -750,9 +750,17 @@ impl Client {
             let ttl = self.ttl();
             let called = Instant::now();
             let result = if self.rng.random_bool(0.5) {
-                self.plain.lock_reentrant(r, &self.owner, ttl).await
+                self.plain
+                    .lock_with(r, ttl, &redquorum::LockOptions::new().owner(&self.owner))
+                    .await
             } else {
-                self.plain.try_lock_reentrant(r, &self.owner, ttl).await
+                self.plain
+                    .lock_with(
+                        r,
+                        ttl,
+                        &redquorum::LockOptions::new().owner(&self.owner).no_wait(),
+                    )
+                    .await
             };
             if holds > 0 && result.is_ok() {
                 self.model.stats().nested += 1;

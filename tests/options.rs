@@ -97,7 +97,7 @@ async fn fencing_is_chosen_per_call_on_one_redlock() {
     let t1 = first.fencing_token().expect("a token");
     first.release().await.expect("release");
     let many = redlock
-        .lock_many_with(&[resource.as_str()], TTL, &fenced)
+        .lock_with(&[resource.as_str()], TTL, &fenced)
         .await
         .expect("fenced many");
     let t2 = many.fencing_tokens().expect("tokens")[0];
@@ -169,4 +169,26 @@ async fn try_with_lock_reports_an_outage_instead_of_skipping() {
         Err(Error::NotAcquired(why)) => assert!(why.is_unavailable(), "{why}"),
         other => panic!("an outage was taken for a lost race: {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_job_run_under_a_lock_taken_with_options_gets_them_and_releases_after() {
+    let nodes = common::nodes();
+    let redlock = common::redlock(&nodes.urls(), common::fast_config());
+    let resource = common::unique("options-run");
+    let fenced = LockOptions::new().fencing(true).no_wait();
+    let token = redlock
+        .lock_with(&resource, TTL, &fenced)
+        .await
+        .expect("fenced")
+        .run(async |guard| guard.fencing_token())
+        .await
+        .expect("the job ran");
+    assert!(token.is_some(), "the job saw no fencing token");
+    // Released after the job: free at once for another caller.
+    let next = redlock
+        .try_lock(&resource, TTL)
+        .await
+        .expect("free after run");
+    next.release().await.expect("release");
 }

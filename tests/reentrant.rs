@@ -50,7 +50,11 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     let mut guards = Vec::new();
     for depth in 1..=3 {
         let guard = redlock
-            .lock_reentrant(&resource, "owner-a", TTL)
+            .lock_with(
+                &resource,
+                TTL,
+                &redquorum::LockOptions::new().owner("owner-a"),
+            )
             .await
             .unwrap_or_else(|e| panic!("hold {depth}: {e}"));
         guards.push(guard);
@@ -63,7 +67,13 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     }
     while let Some(guard) = guards.pop() {
         refused(
-            redlock.try_lock_reentrant(&resource, "owner-b", TTL).await,
+            redlock
+                .lock_with(
+                    &resource,
+                    TTL,
+                    &redquorum::LockOptions::new().owner("owner-b").no_wait(),
+                )
+                .await,
             "another owner while held",
         );
         refused(
@@ -82,7 +92,11 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     .await;
     assert!(freed, "the lock key survived the last release");
     let other = redlock
-        .try_lock_reentrant(&resource, "owner-b", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-b").no_wait(),
+        )
         .await
         .unwrap_or_else(|e| panic!("owner-b after the last release: {e}"));
     other
@@ -122,7 +136,13 @@ async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
         .await
         .unwrap_or_else(|e| panic!("lock: {e}"));
     refused(
-        redlock.try_lock_reentrant(&resource, "owner-a", TTL).await,
+        redlock
+            .lock_with(
+                &resource,
+                TTL,
+                &redquorum::LockOptions::new().owner("owner-a").no_wait(),
+            )
+            .await,
         "reentrant while a plain lock is held",
     );
     // The acquire returns at a quorum; the last SETs may land just after.
@@ -140,11 +160,21 @@ async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
 #[tokio::test]
 async fn an_empty_owner_is_an_invalid_argument() {
     let redlock = redlock(&["redis://127.0.0.1:1/".to_owned()], fast_config());
-    match redlock.lock_reentrant("resource", "", TTL).await {
+    match redlock
+        .lock_with("resource", TTL, &redquorum::LockOptions::new().owner(""))
+        .await
+    {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("owner"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
-    match redlock.try_lock_reentrant("", "owner", TTL).await {
+    match redlock
+        .lock_with(
+            "",
+            TTL,
+            &redquorum::LockOptions::new().owner("owner").no_wait(),
+        )
+        .await
+    {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("resource"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
@@ -159,7 +189,11 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
     let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(2));
     let resource = unique("diverged");
     let outer = redlock
-        .lock_reentrant(&resource, "owner-a", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let all_one = eventually(Duration::from_secs(5), || {
@@ -170,7 +204,11 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
     assert!(all_one);
     cluster.kill(4).unwrap_or_else(|e| panic!("kill: {e}"));
     let inner = redlock
-        .lock_reentrant(&resource, "owner-a", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     // Back with its data (AOF): the outer hold only.
@@ -211,11 +249,19 @@ async fn an_inner_hold_with_a_short_ttl_does_not_shorten_the_outer_one() {
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("ttl");
     let outer = redlock
-        .lock_reentrant(&resource, "owner-a", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let mut inner = redlock
-        .lock_reentrant(&resource, "owner-a", Duration::from_millis(1500))
+        .lock_with(
+            &resource,
+            Duration::from_millis(1500),
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     // Short against the outer TTL, yet long enough to keep validity on a
@@ -251,11 +297,19 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("drop");
     let outer = redlock
-        .lock_reentrant(&resource, "owner-a", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let inner = redlock
-        .lock_reentrant(&resource, "owner-a", TTL)
+        .lock_with(
+            &resource,
+            TTL,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     assert!(inner.value().starts_with("r:"));
@@ -267,7 +321,13 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
     .await;
     assert!(one, "the dropped hold was not removed, or more was");
     refused(
-        redlock.try_lock_reentrant(&resource, "owner-b", TTL).await,
+        redlock
+            .lock_with(
+                &resource,
+                TTL,
+                &redquorum::LockOptions::new().owner("owner-b").no_wait(),
+            )
+            .await,
         "another owner while the outer hold remains",
     );
     outer
@@ -284,11 +344,19 @@ async fn releasing_an_inner_hold_with_a_longer_ttl_leaves_the_key_with_the_outer
     let resource = unique("inner-long");
     let short = Duration::from_secs(2);
     let outer = redlock
-        .lock_reentrant(&resource, "owner-a", short)
+        .lock_with(
+            &resource,
+            short,
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let inner = redlock
-        .lock_reentrant(&resource, "owner-a", Duration::from_secs(60))
+        .lock_with(
+            &resource,
+            Duration::from_secs(60),
+            &redquorum::LockOptions::new().owner("owner-a"),
+        )
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     inner

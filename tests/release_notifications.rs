@@ -107,7 +107,7 @@ async fn a_dropped_guard_and_a_multi_resource_release_wake_waiters_too() {
     assert!(acquired_at - released_at < Duration::from_secs(1));
     drop(result);
 
-    let both = match redlock.lock_many(&[&a, &b], TTL).await {
+    let both = match redlock.lock(&[&a, &b], TTL).await {
         Ok(guard) => guard,
         Err(e) => panic!("lock_many: {e}"),
     };

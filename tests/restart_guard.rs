@@ -363,7 +363,11 @@ async fn with_the_guard_on_every_kind_of_lock_extends() {
         guard.release().await.expect("release");
     }
     let mut hold = plain
-        .try_lock_reentrant(&resource, "job-1", ttl)
+        .lock_with(
+            &resource,
+            ttl,
+            &redquorum::LockOptions::new().owner("job-1").no_wait(),
+        )
         .await
         .expect("reentrant lock");
     hold.extend(ttl).await.expect("reentrant extend");

@@ -26,7 +26,7 @@ fn the_futures_of_lock_and_with_lock_are_send() {
     let ttl = Duration::from_secs(1);
     // Built, never polled: no runtime needed.
     send(&redlock.lock("r", ttl));
-    send(&redlock.try_lock_many(&["a", "b"], ttl));
+    send(&redlock.try_lock(&["a", "b"], ttl));
     send(&redlock.with_lock("r", ttl, async |guard: &LockGuard| guard.remaining()));
     send(&redlock.shutdown());
 }

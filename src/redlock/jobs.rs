@@ -1,7 +1,8 @@
 //! Jobs under a lock: [`with_lock`](Redlock::with_lock), which runs a job
-//! while the watchdog keeps the lock, and
+//! while the watchdog keeps the lock,
 //! [`try_with_lock`](Redlock::try_with_lock), which skips the job when
-//! another owner holds the lock (cron-style).
+//! another owner holds the lock (cron-style), and [`LockGuard::run`], the
+//! same for a lock taken with any options.
 
 use std::time::Duration;
 
@@ -9,9 +10,10 @@ use super::Redlock;
 use crate::error::{Error, Reason, Result};
 use crate::guard::LockGuard;
 use crate::options::LockOptions;
+use crate::resources::Resources;
 
 impl Redlock {
-    /// Locks `resource` (with the retries of [`lock`](Self::lock)), runs
+    /// Locks `resources` (with the retries of [`lock`](Self::lock)), runs
     /// `f(&guard)` while the watchdog ([`LockGuard::auto_extend`]) keeps the
     /// lock, and releases it when `f` is done.
     ///
@@ -23,7 +25,10 @@ impl Redlock {
     /// ours are released in the background.
     ///
     /// `f` receives the guard, to read [`LockGuard::remaining`] or its
-    /// fencing token before a side effect.
+    /// fencing token before a side effect. For a job whose lock needs other
+    /// options (fencing, a wait, an owner), take it with
+    /// [`lock_with`](Self::lock_with) and [`run`](LockGuard::run) the job
+    /// under it.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -60,15 +65,14 @@ impl Redlock {
     /// Dropping the returned future drops `f`'s future and the guard: the
     /// watchdog stops and the lock is released in a spawned task. The same
     /// happens when `f` panics (the panic then goes on unwinding).
-    pub async fn with_lock<F, T>(&self, resource: &str, ttl: Duration, f: F) -> Result<T>
+    pub async fn with_lock<F, T>(&self, resources: impl Resources, ttl: Duration, f: F) -> Result<T>
     where
         F: AsyncFnOnce(&LockGuard) -> T,
     {
-        let guard = self.lock(resource, ttl).await?;
-        run_under(guard, resource, f).await
+        self.lock(resources, ttl).await?.run(f).await
     }
 
-    /// Makes one attempt to lock `resource`; when another owner holds it,
+    /// Makes one attempt to lock `resources`; when another owner holds it,
     /// returns `Ok(None)` at once without running `f` (the job runs
     /// elsewhere); otherwise runs `f` as [`with_lock`](Self::with_lock)
     /// does, under an auto-extended lock, and returns `Ok(Some(value))`.
@@ -106,7 +110,7 @@ impl Redlock {
     /// As [`with_lock`](Self::with_lock).
     pub async fn try_with_lock<F, T>(
         &self,
-        resource: &str,
+        resources: impl Resources,
         ttl: Duration,
         f: F,
     ) -> Result<Option<T>>
@@ -114,37 +118,74 @@ impl Redlock {
         F: AsyncFnOnce(&LockGuard) -> T,
     {
         let options = LockOptions::new().no_wait();
-        match self.acquire(&[resource], ttl, &options, None).await {
-            Ok(guard) => run_under(guard, resource, f).await.map(Some),
+        match self.acquire(&resources.names(), ttl, &options).await {
+            Ok(guard) => guard.run(f).await.map(Some),
             Err(Error::NotAcquired(why)) if why.reason() == Reason::Contended => Ok(None),
             Err(e) => Err(e),
         }
     }
 }
 
-/// Runs `f` under `guard` with the watchdog on, and releases after it.
-async fn run_under<F, T>(mut guard: LockGuard, resource: &str, f: F) -> Result<T>
-where
-    F: AsyncFnOnce(&LockGuard) -> T,
-{
-    guard.auto_extend();
-    let done = {
-        let work = f(&guard);
-        tokio::select! {
-            biased;
-            () = guard.lost() => None,
-            value = work => Some(value),
+impl LockGuard {
+    /// Runs `f(&guard)` while the watchdog ([`auto_extend`](Self::auto_extend))
+    /// keeps the lock, and releases it when `f` is done: what
+    /// [`Redlock::with_lock`] does after it locked, for a lock taken with
+    /// any options ([`Redlock::lock_with`]).
+    ///
+    /// If the lock is lost while `f` runs, `f`'s future is dropped at that
+    /// moment and [`Error::Lost`] is returned; the keys still ours are
+    /// released in the background.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use redquorum::LockOptions;
+    ///
+    /// # async fn write(_token: Option<u64>) {}
+    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
+    /// let fenced = LockOptions::new().fencing(true).wait(Duration::from_secs(30));
+    /// redlock
+    ///     .lock_with("ledger", Duration::from_secs(10), &fenced)
+    ///     .await?
+    ///     .run(async |guard| write(guard.fencing_token()).await)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Lost`] when the lock was lost while `f` ran: `f` was
+    /// cancelled. When `f` finishes before any loss, its value is returned
+    /// even if the release that follows cannot reach a quorum (that is
+    /// logged): the lock was held for the whole of `f`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Redlock::with_lock`]: dropping the future drops `f`'s future and
+    /// the guard, and the lock is released in a spawned task.
+    pub async fn run<F, T>(mut self, f: F) -> Result<T>
+    where
+        F: AsyncFnOnce(&LockGuard) -> T,
+    {
+        self.auto_extend();
+        let done = {
+            let work = f(&self);
+            tokio::select! {
+                biased;
+                () = self.lost() => None,
+                value = work => Some(value),
+            }
+        };
+        let resource = self.resource().to_owned();
+        let Some(value) = done else {
+            tracing::warn!(resource, remaining = ?self.remaining(), "lock lost; job cancelled");
+            // Dropping releases what is still ours, in the background: the
+            // caller learns of the loss at once.
+            drop(self);
+            return Err(Error::Lost);
+        };
+        if let Err(error) = self.release().await {
+            tracing::warn!(resource, %error, "job done, but its release was not confirmed");
         }
-    };
-    let Some(value) = done else {
-        tracing::warn!(resource, remaining = ?guard.remaining(), "lock lost; job cancelled");
-        // Dropping releases what is still ours, in the background: the
-        // caller learns of the loss at once.
-        drop(guard);
-        return Err(Error::Lost);
-    };
-    if let Err(error) = guard.release().await {
-        tracing::warn!(resource, %error, "job done, but its release was not confirmed");
+        Ok(value)
     }
-    Ok(value)
 }

@@ -153,13 +153,16 @@ impl Client {
             }
             4 => {
                 let other = *rng.pick(&PLAIN);
-                let got = self.redlock.lock_many(&[resource, other], ttl).await;
+                let got = self.redlock.lock(&[resource, other], ttl).await;
                 self.held("lock_many", resource, invoked, got, rng).await;
             }
             5 => {
                 let resource = *rng.pick(&REENTRANT);
                 let owner = format!("c{}-{}", self.index, rng.below(2));
-                let got = self.redlock.lock_reentrant(resource, &owner, ttl).await;
+                let got = self
+                    .redlock
+                    .lock_with(resource, ttl, &crate::LockOptions::new().owner(&owner))
+                    .await;
                 self.held("lock_reentrant", resource, invoked, got, rng)
                     .await;
             }
