@@ -166,6 +166,7 @@ impl Config {
     }
 
     /// The proportional clock-drift allowance.
+    #[cfg(any(test, feature = "sim"))]
     pub(crate) fn drift_factor(&self) -> f64 {
         self.drift_factor
     }

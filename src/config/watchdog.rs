@@ -93,6 +93,7 @@ impl Config {
     }
 
     /// The share of the TTL left when the watchdog extends.
+    #[cfg(any(test, feature = "sim"))]
     pub(crate) fn extend_at(&self) -> f64 {
         self.watchdog.extend_at
     }

@@ -12,6 +12,7 @@ pub(crate) mod link;
 mod lua_portable;
 pub(crate) mod observe;
 pub(crate) mod reentrant;
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) mod registry;
 pub(crate) mod request;
 pub(crate) mod restart_guard;

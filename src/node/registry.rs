@@ -22,7 +22,9 @@ use super::scripts::{
 
 /// One script of [`SCRIPTS`].
 pub(crate) struct Registered {
-    /// Its name: the static's, in lower case.
+    /// Its name: the static's, in lower case (read by the simulation and
+    /// the portability check, not by the fault proxy).
+    #[cfg_attr(not(any(test, feature = "sim")), allow(dead_code))]
     pub(crate) name: &'static str,
     /// The script.
     pub(crate) script: &'static LazyLock<Lua>,
