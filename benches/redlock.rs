@@ -356,7 +356,7 @@ fn benches(c: &mut Criterion) {
         let contended = redlock(
             &direct,
             Config::default()
-                .with_retry_count(u32::MAX)
+                .with_retries(u32::MAX)
                 .with_retry_delay(Duration::from_millis(5))
                 .with_retry_jitter(Duration::from_millis(3)),
         );

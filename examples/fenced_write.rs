@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let config = Config::default()
         .with_fencing(true)
         .with_retry_delay(Duration::from_millis(20))
-        .with_retry_count(50);
+        .with_retries(50);
     let client_a = Redlock::with_config(cluster.urls(), config.clone())?;
     let client_b = Redlock::with_config(cluster.urls(), config)?;
     let store = FencedResource::new();

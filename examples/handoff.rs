@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let urls = nodes.direct_urls();
     let notify = env_u64("NOTIFY", 1) != 0;
     let config = Config::default()
-        .with_retry_count(u32::MAX)
+        .with_retries(u32::MAX)
         .with_retry_delay(retry)
         .with_retry_jitter(jitter)
         .with_release_notifications(notify);

@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cluster = Arc::new(LocalCluster::start(5)?);
     let config = Config::default()
         .with_node_timeout(Duration::from_millis(50))
-        .with_retry_count(20)
+        .with_retries(20)
         .with_retry_delay(Duration::from_millis(30))
         .with_retry_jitter(Duration::from_millis(20))
         // Two fixed names: a label per resource stays bounded.

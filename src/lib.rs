@@ -178,7 +178,7 @@
 //! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or
 //! refuses `SUBSCRIBE`, only means waiting as without notifications, and
-//! `retry_count` still counts the timed pauses. [`Redlock::try_lock`] never
+//! `retries` still counts the timed pauses. [`Redlock::try_lock`] never
 //! subscribes.
 //!
 //! ## Reentrant holds

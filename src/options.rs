@@ -271,8 +271,8 @@ mod tests {
 
     fn plan(options: LockOptions) -> Result<Plan> {
         let config = Config::default()
-            .with_retry_count(4)
-            .with_acquire_timeout(Duration::from_secs(9));
+            .with_retries(4)
+            .with_wait(Duration::from_secs(9));
         Plan::new(&config, &options)
     }
 

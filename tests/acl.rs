@@ -132,7 +132,7 @@ async fn nodes_whose_acl_refuses_set_are_misconfigured_and_lock_does_not_retry()
     user(&cluster, &["core"]);
     setuser(&cluster, &[0, 1], &["locker".to_owned(), "-set".to_owned()]);
     let config = common::fast_config()
-        .with_retry_count(50)
+        .with_retries(50)
         .with_retry_delay(Duration::from_millis(200));
     let redlock = common::redlock(&locker_urls(&cluster), config);
     let started = Instant::now();
@@ -233,7 +233,7 @@ async fn a_read_only_replica_is_a_misconfiguration_not_an_outage() {
         let cmd = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port).clone();
         common::query::<()>(&cluster.direct_url(i), &cmd).expect("REPLICAOF");
     }
-    let config = common::fast_config().with_retry_count(50);
+    let config = common::fast_config().with_retries(50);
     let redlock = common::redlock(&cluster.urls(), config);
     let err = redlock
         .lock(&common::unique("acl-readonly"), TTL)

@@ -111,7 +111,7 @@ fn a_retry_jitter_beyond_its_bound_is_a_config_error() {
 #[test]
 fn an_acquire_timeout_beyond_its_bound_is_a_config_error() {
     rejects(
-        Config::default().with_acquire_timeout(Duration::MAX),
+        Config::default().with_wait(Duration::MAX),
         "acquire timeout",
     );
 }
@@ -137,7 +137,7 @@ async fn the_largest_accepted_durations_lock_extend_and_release_without_panic_or
         .with_retry_delay(hour)
         .with_retry_jitter(hour)
         .with_node_timeout(Duration::from_secs(5))
-        .with_acquire_timeout(MAX_TTL)
+        .with_wait(MAX_TTL)
         .with_max_hold(MAX_TTL);
     let redlock = redlock(&nodes.urls(), config);
     let resource = unique("largest");
@@ -202,7 +202,7 @@ async fn lock_many_with_a_hundred_thousand_names_does_no_quadratic_work() {
             "redis://127.0.0.1:2/",
             "redis://127.0.0.1:3/",
         ],
-        Config::default().with_retry_count(0),
+        Config::default().with_retries(0),
     )
     .unwrap();
     let names: Vec<String> = (0..100_000).map(|i| format!("r{}", i % 60_000)).collect();
@@ -294,7 +294,7 @@ async fn nodes_unreachable_at_acquire_are_reported_by_name_and_reason() {
             "redis://127.0.0.1:3/",
         ],
         Config::default()
-            .with_retry_count(1)
+            .with_retries(1)
             .with_retry_delay(Duration::from_millis(1)),
     )
     .unwrap();
@@ -336,7 +336,7 @@ async fn extending_with_a_bad_ttl_is_an_invalid_argument_and_keeps_the_lock() {
 async fn a_replica_and_a_node_that_needs_a_password_are_misconfigured_votes_with_the_server_text() {
     let cluster = cluster(5);
     let direct = cluster.direct_urls();
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(0));
     // Node 0 becomes a replica of node 1 (READONLY), node 2 demands a password.
     let port1 = direct[1]
         .trim_end_matches('/')
@@ -395,5 +395,5 @@ async fn a_replica_and_a_node_that_needs_a_password_are_misconfigured_votes_with
 }
 
 fn redlock_with_quorum(urls: &[String], quorum: usize) -> Redlock {
-    redlock(urls, fast_config().with_retry_count(0).with_quorum(quorum))
+    redlock(urls, fast_config().with_retries(0).with_quorum(quorum))
 }

@@ -43,9 +43,7 @@ async fn slow_node_zero() -> (LocalCluster, Redlock) {
 /// Five nodes, connections open, no retries, the node timeout above.
 async fn five_nodes() -> (LocalCluster, Redlock) {
     let cluster = cluster(5);
-    let config = Config::default()
-        .with_node_timeout(TIMEOUT)
-        .with_retry_count(0);
+    let config = Config::default().with_node_timeout(TIMEOUT).with_retries(0);
     let redlock = redlock(&cluster.urls(), config);
     warm_up(&redlock).await;
     (cluster, redlock)

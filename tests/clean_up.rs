@@ -22,9 +22,7 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 /// nothing, and runs what it was sent once resumed.
 async fn hung_node_four(resource: &str, held: &[usize]) -> (LocalCluster, redquorum::Redlock) {
     let cluster = cluster(5);
-    let config = Config::default()
-        .with_node_timeout(TIMEOUT)
-        .with_retry_count(0);
+    let config = Config::default().with_node_timeout(TIMEOUT).with_retries(0);
     let redlock = redlock(&cluster.urls(), config);
     warm_up(&redlock).await;
     for &i in held {
@@ -104,7 +102,7 @@ async fn a_retry_of_the_same_lock_is_not_refused_by_the_failed_attempts_own_keys
     let cluster = cluster(3);
     let config = Config::default()
         .with_quorum(3)
-        .with_retry_count(1)
+        .with_retries(1)
         .with_retry_delay(Duration::from_millis(15))
         .with_retry_jitter(Duration::ZERO)
         .with_release_notifications(false)
@@ -149,7 +147,7 @@ async fn a_retry_follows_a_clean_up_whose_node_had_forgotten_its_scripts() {
     let cluster = cluster(3);
     let config = Config::default()
         .with_quorum(3)
-        .with_retry_count(1)
+        .with_retries(1)
         .with_retry_delay(Duration::from_millis(15))
         .with_retry_jitter(Duration::ZERO)
         .with_release_notifications(false)
@@ -196,7 +194,7 @@ async fn a_lock_taken_again_right_after_its_release_lands_on_a_slow_node_too() {
     let cluster = cluster(5);
     let config = Config::default()
         .with_quorum(4)
-        .with_retry_count(0)
+        .with_retries(0)
         .with_node_timeout(TIMEOUT);
     let redlock = redlock(&cluster.urls(), config);
     warm_up(&redlock).await;

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 async fn sixteen_contending_tasks_never_overlap_and_all_make_progress() {
     let nodes = nodes();
     let config = fast_config()
-        .with_retry_count(1_000)
+        .with_retries(1_000)
         .with_retry_delay(Duration::from_millis(5))
         .with_retry_jitter(Duration::from_millis(5));
     let redlock = redlock(&nodes.urls(), config);

@@ -43,7 +43,7 @@ async fn run(how: Break) -> History {
 async fn run_guarded(how: Break, guard: bool) -> (History, bool) {
     let cluster = common::cluster(5);
     let urls = cluster.urls();
-    let config = common::fast_config().with_retry_count(0);
+    let config = common::fast_config().with_retries(0);
     let config = if guard {
         let config = config.with_restart_guard(TTL);
         // Marks the nodes trusted through a Redlock of its own, so that B,

@@ -25,7 +25,7 @@ async fn latency_growing_towards_the_ttl_shrinks_validity_but_never_grants_an_em
     let mut params = Params::new(TTL);
     // Let slow replies count, so that validity (not the node timeout)
     // decides; one uncontended client, so failures are the latency's doing.
-    params.config = params.config.with_node_timeout(TTL * 2).with_retry_count(0);
+    params.config = params.config.with_node_timeout(TTL * 2).with_retries(0);
     params.workers = 1;
     let c = Arc::clone(&cluster);
     let window = Marks::default();

@@ -163,10 +163,10 @@ async fn tokens_strictly_increase_over_hundreds_of_acquisitions_while_minorities
     let cluster = Arc::new(aof_cluster(5));
     let config = fenced_config()
         .with_node_timeout(Duration::from_millis(30))
-        .with_retry_count(100_000)
+        .with_retries(100_000)
         .with_retry_delay(Duration::from_millis(4))
         .with_retry_jitter(Duration::from_millis(4))
-        .with_acquire_timeout(Duration::from_secs(20));
+        .with_wait(Duration::from_secs(20));
     let redlock = redlock(&cluster.urls(), config);
     let resource = unique("monotonic");
     // 300 by default (about half a minute on a loaded 2-core machine);
@@ -291,7 +291,7 @@ async fn a_holder_paused_past_its_validity_has_its_write_refused_by_the_fenced_r
     let client_b = redlock(
         &nodes.urls(),
         fenced_config()
-            .with_retry_count(200)
+            .with_retries(200)
             .with_retry_delay(Duration::from_millis(10)),
     );
     let store = FencedResource::new();
@@ -351,7 +351,7 @@ async fn tokens_across_two_quorums(flush_intersection: bool) -> (u64, u64) {
         &cluster.urls(),
         fenced_config()
             .with_node_timeout(Duration::from_millis(100))
-            .with_retry_count(50),
+            .with_retries(50),
     );
     let resource = unique("intersection");
     cluster.set_proxy(3, ProxyMode::Blackhole);
@@ -525,7 +525,7 @@ async fn fencing_costs_exactly_one_more_command_per_node_per_acquisition() {
 async fn a_failed_fenced_attempt_leaves_no_lock_key_and_no_counter_change() {
     let nodes = nodes();
     let urls = nodes.direct_urls();
-    let redlock = redlock(&nodes.urls(), fenced_config().with_retry_count(0));
+    let redlock = redlock(&nodes.urls(), fenced_config().with_retries(0));
     let resource = unique("fenced-contended");
     let first = redlock
         .try_lock(&resource, Duration::from_secs(5))

@@ -15,7 +15,7 @@ const MAX_TTL: Duration = Duration::from_millis(300);
 
 fn config() -> Config {
     common::fast_config()
-        .with_retry_count(5)
+        .with_retries(5)
         .with_restart_guard(MAX_TTL)
 }
 

@@ -19,7 +19,7 @@ const SHORT: Duration = Duration::from_millis(300);
 
 fn guarded(max_ttl: Duration) -> Config {
     common::fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_restart_guard(max_ttl)
 }
 
@@ -90,7 +90,7 @@ async fn a_client_with_a_shorter_max_ttl_never_shares_a_lock_after_a_majority_re
     // The mismatch is a typed misconfiguration that names both values,
     // not retried, and check() fails on it.
     let (long_q, short_q) = (quarantine(LONG), quarantine(SHORT));
-    let retried = fresh(&cluster, guarded(SHORT).with_retry_count(10));
+    let retried = fresh(&cluster, guarded(SHORT).with_retries(10));
     match retried.lock(&resource, SHORT).await {
         Err(Error::NotAcquired(why)) => {
             assert_eq!(why.attempts(), 1, "{why}");

@@ -17,7 +17,7 @@ async fn eight_tasks_locking_overlapping_sets_never_overlap_on_any_resource_and_
     let nodes = nodes();
     let config = fast_config()
         .with_fencing(true)
-        .with_retry_count(10_000)
+        .with_retries(10_000)
         .with_retry_delay(Duration::from_millis(4))
         .with_retry_jitter(Duration::from_millis(4));
     let redlock = redlock(&nodes.urls(), config);
@@ -128,7 +128,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
     for fencing in [false, true] {
         let redlock = redlock(
             &nodes.urls(),
-            fast_config().with_fencing(fencing).with_retry_count(1),
+            fast_config().with_fencing(fencing).with_retries(1),
         );
         let (a, b, c) = (unique("a"), unique("b"), unique("c"));
         // "b" held by someone else on a quorum of nodes.

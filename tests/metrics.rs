@@ -89,7 +89,7 @@ fn values(series: &[Series], name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
 async fn acquisitions_are_timed_and_counted_by_outcome() {
     record_into!(snapshotter);
     let cluster = cluster(5);
-    let config = fast_config().with_retry_count(2);
+    let config = fast_config().with_retries(2);
     let redlock = redlock(&cluster.urls(), config.with_release_notifications(false));
     let resource = unique("metrics-acquire");
 
@@ -491,7 +491,7 @@ async fn a_quarantined_vote_is_counted_as_quarantined_and_the_attempt_as_unavail
     let cluster = cluster(3);
     // Nodes never marked trusted: each starts its quarantine at first contact.
     let config = fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_quorum(3)
         .with_restart_guard(Duration::from_secs(600));
     let redlock = redlock(&cluster.urls(), config);

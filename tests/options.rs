@@ -19,7 +19,7 @@ async fn a_wait_outlasts_the_config_retry_count_and_no_wait_makes_one_attempt() 
     let nodes = common::nodes();
     // The config alone would make one attempt.
     let config = common::fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_release_notifications(false);
     let redlock = common::redlock(&nodes.urls(), config);
     let resource = common::unique("options-wait");

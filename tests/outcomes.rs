@@ -18,7 +18,7 @@ const TTL: Duration = Duration::from_secs(30);
 /// `resource`: four of five nodes are out.
 async fn four_nodes_out(resource: &str) -> (LocalCluster, redquorum::Redlock) {
     let cluster = cluster(5);
-    let config = fast_config().with_retry_count(0);
+    let config = fast_config().with_retries(0);
     let redlock = redlock(&cluster.urls(), config);
     warm_up(&redlock).await;
     cluster.kill(0).unwrap();
@@ -70,7 +70,7 @@ async fn an_attempt_with_four_of_five_nodes_out_is_unavailable_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_no_quorum_could_confirm_is_not_reported_as_expired() {
     let cluster = cluster(5);
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(0));
     warm_up(&redlock).await;
     let resource = unique("unconfirmed");
     let guard = redlock.try_lock(&resource, TTL).await.unwrap();

@@ -84,7 +84,7 @@ async fn release_deletes_every_copy_and_the_next_owner_gets_the_lock_at_once() {
     // the compile_fail example on `LockGuard::release`).
     let nodes = nodes();
     let urls = nodes.direct_urls();
-    let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&nodes.urls(), fast_config().with_retries(0));
     let resource = unique("twice");
     let first = redlock
         .try_lock(&resource, Duration::from_secs(10))

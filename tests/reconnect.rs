@@ -14,7 +14,7 @@ use redquorum::testkit::LocalCluster;
 /// Every node must vote: a node whose first call after its restart fails
 /// fails the attempt, and shows in the report.
 fn all_of_three(urls: &[String]) -> redquorum::Redlock {
-    redlock(urls, fast_config().with_retry_count(0).with_quorum(3))
+    redlock(urls, fast_config().with_retries(0).with_quorum(3))
 }
 
 /// Restarts node 0 (empty, no restart guard) while the client is idle,

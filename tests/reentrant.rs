@@ -112,7 +112,7 @@ fn get_type(url: &str, key: &str) -> String {
 #[tokio::test]
 async fn the_same_owner_nests_three_holds_and_others_wait_for_the_third_release() {
     let nodes = nodes();
-    let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(2));
+    let redlock = redlock(&nodes.urls(), fast_config().with_retries(2));
     nest_three_deep(&redlock, &nodes.direct_urls(), &[0, 1, 2, 3, 4]).await;
 }
 
@@ -121,7 +121,7 @@ async fn reentrant_holds_work_with_two_of_five_nodes_dead() {
     let cluster = cluster(5);
     cluster.kill(1).unwrap_or_else(|e| panic!("kill: {e}"));
     cluster.kill(3).unwrap_or_else(|e| panic!("kill: {e}"));
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(2));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(2));
     nest_three_deep(&redlock, &cluster.direct_urls(), &[0, 2, 4]).await;
 }
 
@@ -129,7 +129,7 @@ async fn reentrant_holds_work_with_two_of_five_nodes_dead() {
 async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
     let nodes = nodes();
     let urls = nodes.direct_urls();
-    let redlock = redlock(&nodes.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&nodes.urls(), fast_config().with_retries(0));
     let resource = unique("plain-first");
     let plain = redlock
         .try_lock(&resource, TTL)
@@ -186,7 +186,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
     // missed the inner hold must keep the outer one when the inner is released.
     let cluster = aof_cluster(5);
     let urls = cluster.direct_urls();
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(2));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(2));
     let resource = unique("diverged");
     let outer = redlock
         .lock_with(

@@ -16,7 +16,7 @@ const TTL: Duration = Duration::from_secs(10);
 /// Long, exact retry delays: a waiter that slept a whole one is obvious.
 fn slow_retries(delay: Duration) -> Config {
     fast_config()
-        .with_retry_count(20)
+        .with_retries(20)
         .with_retry_delay(delay)
         .with_retry_jitter(Duration::ZERO)
 }
@@ -183,7 +183,7 @@ async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
     let nodes = nodes();
     let urls = nodes.urls();
     let config = fast_config()
-        .with_retry_count(3)
+        .with_retries(3)
         .with_retry_delay(Duration::from_millis(150))
         .with_retry_jitter(Duration::ZERO);
     let redlock = redlock(&urls, config);

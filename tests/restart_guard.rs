@@ -20,7 +20,7 @@ const MAX_TTL: Duration = Duration::from_millis(300);
 /// quarantined node fails the attempt and shows in its report.
 fn all_of_three(max_ttl: Duration) -> Config {
     common::fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_quorum(3)
         .with_restart_guard(max_ttl)
 }
@@ -274,7 +274,7 @@ async fn check_warns_about_a_quarantined_node_and_inspect_shows_it() {
 async fn after_a_restart_a_node_counts_in_the_fenced_read_once_a_token_was_written_back_to_it() {
     let cluster = common::cluster(3);
     let config = common::fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_restart_guard(MAX_TTL);
     let fenced = LockOptions::new().fencing(true);
     let resource = common::unique("guard-fence");

@@ -21,7 +21,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn the_first_lock_on_a_second_runtime_is_granted_by_every_node() {
     let cluster = cluster(5);
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(0));
     runtime().block_on(async {
         let guard = redlock
             .try_lock(&unique("first"), Duration::from_secs(5))
@@ -66,7 +66,7 @@ fn a_guard_taken_on_an_idle_runtime_that_lives_on_is_released_from_another() {
     // first runtime is still alive but nothing drives it while the second
     // one releases.
     let cluster = cluster(5);
-    let redlock = redlock(&cluster.urls(), fast_config().with_retry_count(0));
+    let redlock = redlock(&cluster.urls(), fast_config().with_retries(0));
     let resource = unique("idle-first");
     let first = runtime();
     let guard = first.block_on(async {

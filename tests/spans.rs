@@ -158,7 +158,7 @@ fn password_cluster() -> (redquorum::testkit::LocalCluster, Redlock, Vec<u16>) {
         .map(|port| format!("redis://:{PASSWORD}@127.0.0.1:{port}/"))
         .collect();
     let config = fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_node_timeout(Duration::from_millis(300));
     (cluster, redlock(&urls, config), ports)
 }
@@ -380,7 +380,7 @@ async fn a_quarantined_node_answer_has_error_type_quarantined_and_the_attempt_un
     let cluster = cluster(3);
     // Nodes never marked trusted: each starts its quarantine at first contact.
     let config = fast_config()
-        .with_retry_count(0)
+        .with_retries(0)
         .with_restart_guard(Duration::from_secs(600));
     let redlock = redlock(&cluster.urls(), config);
     let refused = redlock
@@ -414,7 +414,7 @@ async fn persistence_warnings(restart_guard: bool) -> Vec<Captured> {
     let _default =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
     let cluster = cluster(5);
-    let config = fast_config().with_retry_count(0);
+    let config = fast_config().with_retries(0);
     let redlock = if restart_guard {
         guarded(&cluster, config.with_restart_guard(Duration::from_secs(5))).await
     } else {

@@ -233,7 +233,7 @@ async fn a_tls_connection_slower_to_open_than_the_node_timeout_still_opens() {
     }
     let config = tls_config()
         .with_node_timeout(Duration::from_millis(450))
-        .with_retry_count(20)
+        .with_retries(20)
         .with_retry_delay(Duration::from_millis(200))
         .with_tls_certificates(certificates(&cluster));
     let redlock = tls_redlock(&cluster, config);

@@ -387,7 +387,7 @@ async fn without_reseeding_a_node_restarted_empty_stays_without_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_lock_reports_a_held_lock_as_not_acquired_and_never_runs_the_job() {
     let nodes = nodes();
-    let redlock = redlock(&nodes.urls(), config().with_retry_count(1));
+    let redlock = redlock(&nodes.urls(), config().with_retries(1));
     let resource = unique("held");
     let holder = redlock
         .try_lock(&resource, Duration::from_secs(5))

@@ -51,7 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("nodes: {}", urls.join(", "));
     let config = Config::default()
         .with_node_timeout(Duration::from_millis(50))
-        .with_retry_count(50)
+        .with_retries(50)
         .with_retry_delay(Duration::from_millis(20))
         .with_retry_jitter(Duration::from_millis(15));
     let redlock = Redlock::with_config(urls.iter().map(String::as_str), config)?;

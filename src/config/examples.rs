@@ -172,7 +172,7 @@ fn restart_guard_reads_the_documented_default() {
 
 #[test]
 fn with_retry_count_sets_what_its_getter_reads() {
-    let config = crate::Config::default().with_retry_count(0);
+    let config = crate::Config::default().with_retries(0);
     assert_eq!(config.retry_count(), 0);
 }
 
@@ -216,7 +216,7 @@ fn retry_jitter_reads_the_documented_default() {
 #[test]
 fn with_acquire_timeout_sets_what_its_getter_reads() {
     use std::time::Duration;
-    let config = crate::Config::default().with_acquire_timeout(Duration::from_secs(2));
+    let config = crate::Config::default().with_wait(Duration::from_secs(2));
     assert_eq!(config.acquire_timeout(), Some(Duration::from_secs(2)));
 }
 

@@ -36,7 +36,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "redquorum:";
 /// The longest TTL accepted: ten years. Redis takes far longer ones, but a
 /// lock held that long is a bug, and the bound keeps every deadline
 /// computation far from overflow. It also bounds the settings compared
-/// with TTLs: `drift_padding`, `min_validity`, `acquire_timeout`, `max_hold`.
+/// with TTLs: `drift_padding`, `min_validity`, `wait`, `max_hold`.
 pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 
 /// The longest accepted `retry_delay`, `retry_jitter` and `node_timeout`:
@@ -56,10 +56,10 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// | `drift_factor` | `0.01` | share of the TTL reserved for clock drift, in `[0, 1)` |
 /// | `drift_padding` | `2 ms` | fixed drift allowance added to the proportional part; at most [`MAX_TTL`] |
 /// | `min_validity` | `0` | an acquisition must leave more validity than this; at most [`MAX_TTL`] |
-/// | `retry_count` | `10` | retries after the first attempt of `lock` |
+/// | `retries` | `10` | retries after the first attempt of `lock` |
 /// | `retry_delay` | `200 ms` | pause between attempts; at most [`MAX_WAIT`] |
 /// | `retry_jitter` | `100 ms` | random spread (+/-) around `retry_delay`; at most [`MAX_WAIT`] |
-/// | `acquire_timeout` | none | overall deadline for `lock`, across retries; at most [`MAX_TTL`] |
+/// | `wait` | none | overall deadline for `lock`, across retries; at most [`MAX_TTL`] |
 /// | `node_timeout` | `100 ms` | limit on one call to one node (connect included); at most [`MAX_WAIT`] |
 /// | `connect_timeout` | `1 s` | limit on opening a connection, which goes on in the background past a call's limit; at most [`MAX_WAIT`] |
 /// | `key_prefix` | `"redquorum:"` | prefix of every key written; must not contain `lock:`, `fence:` or `released:` |
@@ -81,7 +81,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60 * 60);
 /// use redquorum::Config;
 ///
 /// let config = Config::default()
-///     .with_retry_count(5)
+///     .with_retries(5)
 ///     .with_retry_delay(Duration::from_millis(50))
 ///     .with_node_timeout(Duration::from_millis(30));
 /// assert_ne!(config, Config::default());

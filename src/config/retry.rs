@@ -7,13 +7,14 @@ use super::Config;
 
 impl Config {
     /// Sets how many times [`Redlock::lock`](crate::Redlock::lock) tries again
-    /// after a failed first attempt.
+    /// after a failed first attempt: the default of
+    /// [`LockOptions::retries`](crate::LockOptions::retries).
     ///
     /// ```
-    /// let config = redquorum::Config::default().with_retry_count(0);
+    /// let config = redquorum::Config::default().with_retries(0);
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_retry_count(mut self, retries: u32) -> Self {
+    pub fn with_retries(mut self, retries: u32) -> Self {
         self.retry_count = retries;
         self
     }
@@ -63,14 +64,15 @@ impl Config {
     /// no attempt starts and no retry pause extends past it. An attempt
     /// already under way finishes, so `lock` returns at most about two node
     /// timeouts after the deadline. Without one (the default) only the
-    /// retry count bounds `lock`.
+    /// retry count bounds `lock`. The default of
+    /// [`LockOptions::wait`](crate::LockOptions::wait).
     ///
     /// ```
     /// use std::time::Duration;
-    /// let config = redquorum::Config::default().with_acquire_timeout(Duration::from_secs(2));
+    /// let config = redquorum::Config::default().with_wait(Duration::from_secs(2));
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_acquire_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_wait(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
         self
     }

@@ -155,7 +155,7 @@ mod tests {
                     (Config::default().with_min_validity(d), MAX_TTL),
                     (Config::default().with_retry_delay(d), MAX_WAIT),
                     (Config::default().with_retry_jitter(d), MAX_WAIT),
-                    (Config::default().with_acquire_timeout(d), MAX_TTL),
+                    (Config::default().with_wait(d), MAX_TTL),
                     (Config::default().with_node_timeout(d), MAX_WAIT),
                     (Config::default().with_max_hold(d), MAX_TTL),
                 ];
@@ -176,7 +176,7 @@ mod tests {
                 .to_string()
                 .contains("node timeout")
         );
-        let config = Config::default().with_acquire_timeout(Duration::ZERO);
+        let config = Config::default().with_wait(Duration::ZERO);
         assert!(
             config
                 .validate(5)

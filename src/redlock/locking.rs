@@ -54,8 +54,8 @@ impl Redlock {
 
     /// Locks `resources` (one, or several at once: see [`Resources`]) for
     /// `ttl`, trying again (after `retry_delay` plus or minus
-    /// `retry_jitter`) up to `retry_count` times and never past
-    /// `acquire_timeout`. Several resources are taken by one script per
+    /// `retry_jitter`) up to `retries` times and never past
+    /// `wait`. Several resources are taken by one script per
     /// node (all free, then all set), so two callers locking overlapping
     /// sets can never each hold a part; release and extend act on the whole
     /// set, and with fencing on each resource gets its own token

@@ -45,7 +45,7 @@ pub fn key(resource: &str) -> String {
 /// heavily loaded machine (dead nodes refuse at once anyway).
 pub fn fast_config() -> Config {
     Config::default()
-        .with_retry_count(3)
+        .with_retries(3)
         .with_retry_delay(Duration::from_millis(20))
         .with_retry_jitter(Duration::from_millis(10))
         .with_node_timeout(Duration::from_secs(1))

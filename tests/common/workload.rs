@@ -32,7 +32,7 @@ impl Params {
             ttl,
             resource: super::unique("faults"),
             config: Config::default()
-                .with_retry_count(2)
+                .with_retries(2)
                 .with_retry_delay(ttl / 10)
                 .with_retry_jitter(ttl / 20)
                 .with_node_timeout(ttl / 5),

@@ -23,7 +23,7 @@ const HOLD: Duration = Duration::from_millis(1);
 /// default).
 pub fn ours(urls: &[String]) -> Lib {
     let config = base_config()
-        .with_retry_count(u32::MAX)
+        .with_retries(u32::MAX)
         .with_retry_delay(Duration::from_millis(5))
         .with_retry_jitter(Duration::from_millis(3));
     Lib::Ours(Redlock::with_config(urls.iter().map(String::as_str), config).expect("redquorum"))

@@ -38,7 +38,7 @@ pub fn draw_clients(rng: &mut Rng, clients: usize, guarded: bool, mixed: bool) -
             let mut config = Config::default()
                 .with_node_timeout(node_timeout)
                 .with_drift_factor(0.01 + rng.unit() * 0.04)
-                .with_retry_count(u32::try_from(rng.below(6)).unwrap_or(0))
+                .with_retries(u32::try_from(rng.below(6)).unwrap_or(0))
                 .with_retry_delay(Duration::from_millis(rng.between(5, 200)))
                 .with_retry_jitter(Duration::from_millis(rng.between(0, 50)))
                 .with_fencing(rng.chance(0.3))
