@@ -245,7 +245,7 @@ impl LockGuard {
     /// this one's calls. Extensions of one guard (yours and the watchdog's)
     /// run one at a time.
     pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
-        let ttl = Ttl::new(ttl, &self.shared.config)?;
+        let ttl = Ttl::new(ttl, self.shared.config())?;
         self.held.extend_round(&self.shared, &ttl).await
     }
 
@@ -296,7 +296,7 @@ impl LockGuard {
             Released::Held => Ok(()),
             Released::Expired => Err(Error::Expired),
             Released::Unconfirmed(nodes) => {
-                let quorum = self.shared.quorum;
+                let quorum = self.shared.quorum();
                 let report = Attempts::new(self.resource(), 1, quorum, nodes).of_release();
                 Err(Error::ReleaseUnconfirmed(Box::new(report)))
             }
@@ -343,7 +343,7 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            self.held.dropped(&self.shared.config);
+            self.held.dropped(self.shared.config());
             let watchdog = self.watchdog.take().map(Watchdog::abort);
             let held = Arc::clone(&self.held);
             let before = async move {

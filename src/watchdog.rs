@@ -67,13 +67,13 @@ pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
 
 /// Marks the lock lost and says why.
 fn declare_lost((shared, held): (&Shared, &Held), why: &'static str) {
-    held.lose(&shared.config);
+    held.lose(shared.config());
     tracing::warn!(resource = held.resource(), why, "lock lost");
 }
 
 /// The watchdog's loop.
 async fn run(shared: Arc<Shared>, held: Arc<Held>) {
-    let policy = shared.config.watchdog();
+    let policy = shared.config().watchdog();
     let ttl = held.ttl.clone();
     let lead = ttl.ttl.mul_f64(policy.extend_at);
     let mut status = held.status.subscribe();

@@ -27,24 +27,68 @@ pub(crate) use held::Held;
 pub(crate) use pending::Pending;
 
 /// What every handle and guard of one [`Redlock`](crate::Redlock) shares.
+/// The lock's steps (this module's children) read its fields; everything
+/// else goes through [`Shared::new`] and the accessors.
 pub(crate) struct Shared {
-    pub(crate) nodes: Arc<[Arc<Node>]>,
-    pub(crate) quorum: usize,
-    pub(crate) config: Config,
+    nodes: Arc<[Arc<Node>]>,
+    quorum: usize,
+    config: Config,
     /// Set once the start-up checks have been run in the background.
-    pub(crate) checked: AtomicBool,
+    checked: AtomicBool,
     /// Set once the start-up checks have passed (strict checks).
-    pub(crate) passed: AtomicBool,
+    passed: AtomicBool,
     /// Release notifications for waiters in `lock()`.
-    pub(crate) notifications: Notifications,
+    notifications: Notifications,
     /// Releases and calls in flight left running in the background.
-    pub(crate) background: Background,
+    background: Background,
     /// Per lock key, the deletes of releases not yet sent: acquisitions
     /// follow them.
-    pub(crate) pending: Pending,
+    pending: Pending,
 }
 
 impl Shared {
+    /// The state of a new [`Redlock`](crate::Redlock): its `nodes`, each
+    /// round's `quorum`, its `config`, its release `notifications` and the
+    /// `background` its nodes' restart guard (if on) already runs in.
+    pub(crate) fn new(
+        nodes: Arc<[Arc<Node>]>,
+        quorum: usize,
+        config: Config,
+        notifications: Notifications,
+        background: Background,
+    ) -> Self {
+        Shared {
+            nodes,
+            quorum,
+            config,
+            checked: AtomicBool::new(false),
+            passed: AtomicBool::new(false),
+            notifications,
+            background,
+            pending: Pending::default(),
+        }
+    }
+
+    /// The nodes, in the order given.
+    pub(crate) fn nodes(&self) -> &Arc<[Arc<Node>]> {
+        &self.nodes
+    }
+
+    /// How many nodes must agree.
+    pub(crate) fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// The config in force.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The tasks left running in the background.
+    pub(crate) fn background(&self) -> &Background {
+        &self.background
+    }
+
     /// One round of `call` on every node, decided by this lock's quorum.
     /// Each node's call is sent once that node's call in `chain.after` is
     /// over.

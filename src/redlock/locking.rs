@@ -135,7 +135,7 @@ impl Redlock {
         ttl: Duration,
         options: &LockOptions,
     ) -> Result<LockGuard> {
-        let plan = Plan::new(&self.shared.config, options)?;
+        let plan = Plan::new(self.shared.config(), options)?;
         let owner = options.owner_name();
         if owner.is_some() && resources.len() > 1 {
             return Err(Error::InvalidArgument(format!(

@@ -55,11 +55,11 @@ pub struct Redlock {
 
 impl std::fmt::Debug for Redlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let nodes: Vec<&str> = self.shared.nodes.iter().map(|n| n.name()).collect();
+        let nodes: Vec<&str> = self.shared.nodes().iter().map(|n| n.name()).collect();
         f.debug_struct("Redlock")
             .field("nodes", &nodes)
-            .field("quorum", &self.shared.quorum)
-            .field("config", &self.shared.config)
+            .field("quorum", &self.shared.quorum())
+            .field("config", self.shared.config())
             .finish()
     }
 }
@@ -186,16 +186,13 @@ impl Redlock {
             guard.peers.attach(&nodes, &background);
         }
         Ok(Redlock {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Shared::new(
                 nodes,
                 quorum,
                 config,
-                checked: std::sync::atomic::AtomicBool::new(false),
-                passed: std::sync::atomic::AtomicBool::new(false),
                 notifications,
                 background,
-                pending: crate::lock::Pending::default(),
-            }),
+            )),
         })
     }
 
@@ -207,7 +204,7 @@ impl Redlock {
     /// # Ok::<(), redquorum::Error>(())
     /// ```
     pub fn quorum(&self) -> usize {
-        self.shared.quorum
+        self.shared.quorum()
     }
 
     /// How many nodes vote.
@@ -218,7 +215,7 @@ impl Redlock {
     /// # Ok::<(), redquorum::Error>(())
     /// ```
     pub fn node_count(&self) -> usize {
-        self.shared.nodes.len()
+        self.shared.nodes().len()
     }
 
     /// The config in force (its `Debug` shows every setting).
@@ -229,7 +226,7 @@ impl Redlock {
     /// # Ok::<(), redquorum::Error>(())
     /// ```
     pub fn config(&self) -> &Config {
-        &self.shared.config
+        self.shared.config()
     }
 
     /// The Redis key that holds `resource`'s lock on every node,
@@ -293,7 +290,7 @@ impl Redlock {
     ///
     /// Cancel safe: it only reads.
     pub async fn check_report(&self) -> Vec<NodeCheck> {
-        crate::check::report(&self.shared.nodes, self.shared.config.fencing()).await
+        crate::check::report(self.shared.nodes(), self.shared.config().fencing()).await
     }
 
     /// What every node holds for `resource` right now: per node, the
@@ -320,10 +317,10 @@ impl Redlock {
     /// Cancel safe: it only reads.
     pub async fn inspect(&self, resource: &str) -> Result<crate::Inspection> {
         crate::keys::check_resources(&[resource])?;
-        let prefix = self.shared.config.key_prefix();
+        let prefix = self.shared.config().key_prefix();
         Ok(crate::inspect::inspect(
-            &self.shared.nodes,
-            self.shared.quorum,
+            self.shared.nodes(),
+            self.shared.quorum(),
             resource,
             crate::keys::lock_key(prefix, resource),
             crate::keys::counter_key(prefix, resource),
@@ -363,6 +360,6 @@ impl Redlock {
     /// Cancel safe: it only waits.
     #[doc(alias = "drain")]
     pub async fn shutdown(&self) {
-        self.shared.background.idle().await;
+        self.shared.background().idle().await;
     }
 }

@@ -59,7 +59,7 @@ impl Redlock {
                     .to_owned(),
             ));
         }
-        let sets = self.shared.nodes.iter().map(|node| async move {
+        let sets = self.shared.nodes().iter().map(|node| async move {
             let outcome = match &node.restart_guard {
                 Some(guard) => match node.set_quarantine(guard).await {
                     Ok(()) => NodeOutcome::Granted,
@@ -74,7 +74,7 @@ impl Redlock {
         tracing::warn!(
             set,
             nodes = reports.len(),
-            quarantine = ?self.shared.config.quarantine(),
+            quarantine = ?self.shared.config().quarantine(),
             "restart guard: the nodes' quarantine set by an operator"
         );
         Ok(reports)

@@ -45,8 +45,8 @@ impl Redlock {
     /// Dropping the future may leave some nodes marked and others not;
     /// calling it again is harmless.
     pub async fn init_nodes(&self) -> Vec<NodeReport> {
-        let key = crate::keys::guard_key(self.shared.config.key_prefix());
-        let marks = self.shared.nodes.iter().map(|node| {
+        let key = crate::keys::guard_key(self.shared.config().key_prefix());
+        let marks = self.shared.nodes().iter().map(|node| {
             let key = key.as_str();
             async move {
                 let outcome = match node.mark_trusted(node.restart_guard.as_ref(), key).await {

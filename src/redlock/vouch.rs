@@ -57,7 +57,7 @@ impl Redlock {
     pub async fn vouch_fence_counters(&self, resources: &[&str]) -> Result<Vec<NodeReport>> {
         self.require_guard("vouch_fence_counters")?;
         crate::keys::check_resources(resources)?;
-        let prefix = self.shared.config.key_prefix();
+        let prefix = self.shared.config().key_prefix();
         let counters: Vec<String> = crate::keys::unique_names(resources)
             .iter()
             .map(|r| crate::keys::counter_key(prefix, r))
@@ -102,7 +102,7 @@ impl Redlock {
 
     /// Vouches for `counters` (keys; none: all) on every node.
     async fn vouch(&self, counters: &[String], resources: &[&str]) -> Vec<NodeReport> {
-        let vouches = self.shared.nodes.iter().map(|node| async move {
+        let vouches = self.shared.nodes().iter().map(|node| async move {
             let outcome = match &node.restart_guard {
                 Some(guard) => match node.vouch_counters(guard, counters).await {
                     Ok(()) => NodeOutcome::Granted,
