@@ -3,7 +3,7 @@
 //! 0) carries that TTL in milliseconds. The Lua-portability check, the
 //! fault proxy (which rewrites those TTLs to speed a node's clock) and the
 //! simulation's script library read it, so a new script cannot be missed
-//! by one of them. [`DIAGNOSE`](super::acl::DIAGNOSE), the ACL check run
+//! by one of them. `DIAGNOSE`, the ACL check run
 //! after a refusal, is no [`Lua`] and is listed by each user beside these.
 
 use std::sync::LazyLock;
@@ -44,7 +44,7 @@ const fn entry(
     }
 }
 
-/// Every script the library sends but [`DIAGNOSE`](super::acl::DIAGNOSE).
+/// Every script the library sends but `DIAGNOSE` (the ACL check).
 pub(crate) static SCRIPTS: [Registered; 23] = [
     entry("acquire_all", &ACQUIRE_ALL, Some(1)),
     entry("release", &RELEASE, None),

@@ -1,6 +1,6 @@
 //! [`Lua`]: one of the library's scripts, with its source and the commands
 //! it calls (what the ACL must allow, and what names a refusal). Every
-//! script is listed in [`registry`](super::registry).
+//! script is listed in the script registry (`node::registry`).
 
 use std::ops::Deref;
 

@@ -226,7 +226,7 @@ end
 return 1
 ";
 
-// Inspection (see `crate::inspect`).
+// Inspection (`Redlock::inspect`).
 
 /// Reads, without writing, KEYS[1] (a lock key) and KEYS[2] (its fence
 /// counter): `{type, pttl, holder, holds, counter}`, absent parts as ''.
