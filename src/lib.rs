@@ -300,19 +300,14 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // Floor 0, vocabulary: no I/O.
-mod attempts;
 mod config;
 #[cfg(feature = "sim")]
 mod controls;
 mod env;
 mod error;
-mod failure;
 mod keys;
 pub mod metrics;
-mod node_check;
 mod options;
-mod outcome;
-mod problem;
 mod resources;
 mod rng;
 mod spans;
@@ -348,13 +343,13 @@ pub use config::{
     DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER, MAX_TTL, MAX_WAIT,
 };
 pub use env::{DEPRECATED_NODES_ENV, NODES_ENV, split_node_list};
+pub use error::failure::{FailureKind, NodeFailure};
+pub use error::node_check::NodeCheck;
+pub use error::problem::NodeProblem;
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Reason, Result};
-pub use failure::{FailureKind, NodeFailure};
 pub use guard::LockGuard;
 pub use inspect::{Inspection, NodeHold, NodeView};
-pub use node_check::NodeCheck;
 pub use options::LockOptions;
-pub use problem::NodeProblem;
 /// The `redis` crate redquorum is built on (major version 1): name its
 /// types (`redis::ConnectionInfo`, `redis::IntoConnectionInfo`, TLS
 /// settings) through this re-export, so that they always match the version

@@ -346,7 +346,7 @@ pub(crate) fn node_call(
 /// Sets each node's reachability, and each reachable node's count of
 /// problems found by the start-up checks, warnings left out (an
 /// unreachable node keeps its last count).
-pub(crate) fn checked(checks: &[crate::node_check::NodeCheck]) {
+pub(crate) fn checked(checks: &[crate::error::node_check::NodeCheck]) {
     #[cfg(feature = "metrics")]
     for check in checks {
         ::metrics::gauge!(NODE_UP, node_labels(check.node()))
@@ -354,7 +354,7 @@ pub(crate) fn checked(checks: &[crate::node_check::NodeCheck]) {
     }
     #[cfg(feature = "metrics")]
     for check in checks.iter().filter(|c| c.reachable()) {
-        use crate::problem::NodeProblem;
+        use crate::error::problem::NodeProblem;
         let problems = check.problems().iter();
         let found =
             problems.filter(|p| !p.is_warning() && !matches!(p, NodeProblem::Unreachable { .. }));

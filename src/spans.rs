@@ -162,7 +162,7 @@ pub(crate) fn votes(granted: usize, refused: usize) {
 /// per node: reachable or not, latency, number of problems.
 pub(crate) fn finish_check(
     span: &Span,
-    checks: &[crate::node_check::NodeCheck],
+    checks: &[crate::error::node_check::NodeCheck],
     elapsed: Duration,
 ) {
     // Warnings (replicas, persistence) leave the check passed.

@@ -1,8 +1,8 @@
 //! A probe's error as the problem a check reports.
 
-use crate::failure::FailureKind;
+use crate::error::failure::FailureKind;
+use crate::error::problem::NodeProblem;
 use crate::node::NodeError;
-use crate::problem::NodeProblem;
 
 /// A call's error as the problem to report; `command` is what was sent.
 pub(super) fn classify(index: usize, node: &str, command: &str, err: NodeError) -> NodeProblem {
@@ -77,7 +77,7 @@ pub(super) fn classify(index: usize, node: &str, command: &str, err: NodeError) 
 
 /// True for the answer of a server that disables or renames the command
 /// (`ERR unknown command 'CONFIG'`), as managed services do.
-fn is_disabled(failure: &crate::failure::NodeFailure) -> bool {
+fn is_disabled(failure: &crate::error::failure::NodeFailure) -> bool {
     let message = failure.message().to_ascii_lowercase();
     message.contains("unknown command") || message.contains("unknown subcommand")
 }
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_command_the_provider_disables_is_a_refused_probe_not_an_outage() {
-        use crate::failure::NodeFailure;
+        use crate::error::failure::NodeFailure;
         for message in [
             "ERR unknown command 'ROLE', with args beginning with: ",
             "ERR unknown command `CONFIG`, with args beginning with: `GET`, `maxmemory-policy`, ",

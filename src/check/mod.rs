@@ -17,8 +17,8 @@ mod classify;
 mod probe;
 pub(crate) mod startup_log;
 
-use crate::node_check::NodeCheck;
-use crate::problem::NodeProblem;
+use crate::error::node_check::NodeCheck;
+use crate::error::problem::NodeProblem;
 use probe::probe;
 
 /// Facts about every node, duplicates resolved across nodes. `fencing`

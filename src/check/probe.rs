@@ -9,10 +9,10 @@ use redis::{InfoDict, Role};
 use tokio::time::Instant;
 
 use super::classify::{classify, is_unchecked, refused_probe};
+use crate::error::node_check::NodeCheck;
+use crate::error::problem::NodeProblem;
 use crate::node::Node;
 use crate::node::restart_guard::{Trust, TrustStatus};
-use crate::node_check::NodeCheck;
-use crate::problem::NodeProblem;
 
 /// One command's answer, or the problem it met.
 async fn call<T: redis::FromRedisValue>(

@@ -2,8 +2,8 @@
 //! of the nodes in one line per [`Redlock`](crate::Redlock), and none of
 //! its advice when the restart guard is on (the guard is what it advises).
 
-use crate::node_check::NodeCheck;
-use crate::problem::NodeProblem;
+use crate::error::node_check::NodeCheck;
+use crate::error::problem::NodeProblem;
 
 /// Logs the warnings of `checks` at warn level: the persistence warnings
 /// of every node as one line (at debug level with the restart guard on and

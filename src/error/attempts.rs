@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::outcome::{NodeOutcome, NodeReport};
+use crate::error::outcome::{NodeOutcome, NodeReport};
 
 /// The one reason a lock was not acquired (or an extension not
 /// confirmed), read from [`Attempts::reason`]. With N nodes and a quorum
@@ -338,7 +338,7 @@ impl fmt::Display for Attempts {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::failure::{FailureKind, NodeFailure};
+    use crate::error::failure::{FailureKind, NodeFailure};
 
     fn failed(kind: FailureKind, message: &str) -> NodeOutcome {
         NodeOutcome::Failed(NodeFailure::new(kind, message))

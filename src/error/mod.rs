@@ -1,10 +1,21 @@
-//! [`Error`]: everything that can go wrong.
+//! [`Error`]: everything that can go wrong, and the reports errors and
+//! checks carry: a failed round's [`Attempts`], each node's outcome
+//! ([`NodeOutcome`], [`NodeReport`]) and failure
+//! ([`NodeFailure`](failure::NodeFailure)), a check's findings
+//! ([`NodeCheck`](node_check::NodeCheck),
+//! [`NodeProblem`](problem::NodeProblem)).
+
+pub(crate) mod attempts;
+pub(crate) mod failure;
+pub(crate) mod node_check;
+pub(crate) mod outcome;
+pub(crate) mod problem;
 
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub use crate::attempts::{Attempts, Reason};
-pub use crate::outcome::{NodeOutcome, NodeReport};
+pub use attempts::{Attempts, Reason};
+pub use outcome::{NodeOutcome, NodeReport};
 
 /// Everything that can go wrong, as a value the caller can match on.
 ///
@@ -60,10 +71,10 @@ pub enum Error {
     /// [`Redlock::check`](crate::Redlock::check) found misconfigured nodes:
     /// one entry per problem, each naming its node and what to change.
     #[error("misconfigured nodes: {}", list_problems(.0))]
-    Misconfigured(Vec<crate::problem::NodeProblem>),
+    Misconfigured(Vec<crate::error::problem::NodeProblem>),
 }
 
-fn list_problems(problems: &[crate::problem::NodeProblem]) -> String {
+fn list_problems(problems: &[crate::error::problem::NodeProblem]) -> String {
     let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
     texts.join("; ")
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::problem::NodeProblem;
+use crate::error::problem::NodeProblem;
 
 /// Facts about one node, from
 /// [`Redlock::check_report`](crate::Redlock::check_report).

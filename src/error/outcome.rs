@@ -28,7 +28,7 @@ pub enum NodeOutcome {
     TimedOut,
     /// A connection or server error: its [`FailureKind`](crate::FailureKind)
     /// and message.
-    Failed(crate::failure::NodeFailure),
+    Failed(crate::error::failure::NodeFailure),
     /// The attempt was decided before this node answered.
     Pending,
     /// The restart guard refused the vote: the node restarted, lost its

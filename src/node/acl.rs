@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use super::script::Lua;
-use crate::failure::{FailureKind, NodeFailure};
+use crate::error::failure::{FailureKind, NodeFailure};
 
 /// The line of a script that an error names (`@user_script:8`), if any.
 fn error_line(message: &str) -> Option<usize> {

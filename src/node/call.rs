@@ -11,7 +11,7 @@ use super::request::Request;
 use super::script::Lua;
 use super::scripts::RELEASE;
 use super::{Node, NodeError, NodeResult};
-use crate::failure::is_script_denied;
+use crate::error::failure::is_script_denied;
 
 /// Loads `script` on a node that answered `NOSCRIPT`, and the delete
 /// scripts with it, in one round trip: the node forgot them all

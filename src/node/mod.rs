@@ -31,8 +31,8 @@ use redis::{Client, ConnectionInfo, IntoConnectionInfo, RedisError};
 use self::acl::DIAGNOSE;
 use self::script::Lua;
 use crate::config::Connect;
+use crate::error::failure::{FailureKind, NodeFailure};
 use crate::error::{NodeOutcome, Result};
-use crate::failure::{FailureKind, NodeFailure};
 
 /// Why one call to one node did not give an answer.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{Node, NodeError, NodeResult};
 use crate::error::NodeOutcome;
-use crate::failure::FailureKind;
+use crate::error::failure::FailureKind;
 use crate::{metrics, spans};
 
 /// Reports `node`'s `answer` to one call of a round (`granted` says which
@@ -111,7 +111,7 @@ mod tests {
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
     use super::*;
-    use crate::failure::NodeFailure;
+    use crate::error::failure::NodeFailure;
 
     /// The value of `redquorum.node.up` once `calls` (answer, time since
     /// its call was sent) have been reported, in that order.

@@ -240,7 +240,7 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::failure::{FailureKind, NodeFailure};
+    use crate::error::failure::{FailureKind, NodeFailure};
 
     fn server_error(text: &str) -> NodeError {
         let reply = format!("-{text}\r\n");

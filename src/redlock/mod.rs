@@ -14,10 +14,10 @@ use redis::IntoConnectionInfo;
 
 use crate::background::Background;
 use crate::config::Config;
+use crate::error::node_check::NodeCheck;
 use crate::error::{Error, Result};
 use crate::lock::Shared;
 use crate::node::Node;
-use crate::node_check::NodeCheck;
 use crate::notifications::Notifications;
 
 /// A distributed lock over N independent Redis masters (Redlock).

@@ -9,7 +9,7 @@ use redis::Value;
 use super::super::Persistence;
 use super::super::library::text_of;
 use super::{SimNode, bulk, error_text, ms, query, raw};
-use crate::failure::{NodeFailure, is_script_denied};
+use crate::error::failure::{NodeFailure, is_script_denied};
 use crate::keys::{channel, counter_key, guard_key, lock_key};
 use crate::node::NodeError;
 use crate::node::acl::DIAGNOSE;
