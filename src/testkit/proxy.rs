@@ -155,6 +155,10 @@ struct Shared {
     forwarded_to_server: AtomicU64,
     conns: Mutex<HashMap<u64, ConnSockets>>,
     next_conn: AtomicU64,
+    /// How many times `Reset` closed every connection: a connection opened
+    /// before the last one forwards nothing more, not even bytes its
+    /// socket still held when it was shut down.
+    resets: AtomicU64,
 }
 
 impl Shared {
@@ -164,6 +168,10 @@ impl Shared {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+
+    fn resets(&self) -> u64 {
+        self.resets.load(Ordering::Acquire)
     }
 
     fn close_all(&self) {
@@ -205,6 +213,7 @@ impl Proxy {
             forwarded_to_server: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = thread::Builder::new()
@@ -225,8 +234,12 @@ impl Proxy {
 
     /// Switches the mode; `Reset` also closes every open connection now.
     pub(crate) fn set_mode(&self, mode: ProxyMode) {
+        let reset = decide(mode, Direction::ClientToServer, &[]) == ChunkAction::Close;
+        if reset {
+            self.shared.resets.fetch_add(1, Ordering::AcqRel);
+        }
         *lock(&self.shared.mode) = mode;
-        if decide(mode, Direction::ClientToServer, &[]) == ChunkAction::Close {
+        if reset {
             self.shared.close_all();
         }
     }
@@ -273,6 +286,8 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Vec<JoinHandle<(
         };
         handles.retain(|h| !h.is_finished());
         let _ = client.set_nodelay(true);
+        // Read before the mode: a Reset from now on is this connection's.
+        let born = shared.resets();
         if decide(shared.mode(), Direction::ClientToServer, &[]) == ChunkAction::Close {
             let _ = client.shutdown(Shutdown::Both);
             continue;
@@ -292,7 +307,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Vec<JoinHandle<(
         let spawned = thread::Builder::new()
             .name(format!("testkit-proxy-conn-{id}"))
             .spawn(move || {
-                handle_connection(client, &conn_shared, id);
+                handle_connection(client, &conn_shared, (id, born));
                 if let Some(conn) = lock(&conn_shared.conns).remove(&id) {
                     conn.close();
                 }
@@ -309,7 +324,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Vec<JoinHandle<(
     handles
 }
 
-fn handle_connection(client: TcpStream, shared: &Arc<Shared>, id: u64) {
+/// Forwards one client connection (`id`, opened when `born` resets had
+/// happened) to the server.
+fn handle_connection(client: TcpStream, shared: &Arc<Shared>, (id, born): (u64, u64)) {
     let Ok(server) = TcpStream::connect_timeout(&shared.target, Duration::from_secs(1)) else {
         // Node down. In Blackhole keep the client open and swallow its bytes
         // (it must not learn that the node is gone); otherwise close at once,
@@ -339,11 +356,18 @@ fn handle_connection(client: TcpStream, shared: &Arc<Shared>, id: u64) {
     let back_shared = Arc::clone(shared);
     let back = thread::Builder::new()
         .name(format!("testkit-proxy-s2c-{id}"))
-        .spawn(move || pump(server_r, client, Direction::ServerToClient, &back_shared));
+        .spawn(move || {
+            pump(
+                server_r,
+                client,
+                (Direction::ServerToClient, born),
+                &back_shared,
+            )
+        });
     if back.is_err() {
         return;
     }
-    pump(client_r, server, Direction::ClientToServer, shared);
+    pump(client_r, server, (Direction::ClientToServer, born), shared);
     if let Ok(back) = back {
         let _ = back.join();
     }
@@ -366,8 +390,14 @@ fn discard_while_blackholed(client: &TcpStream, shared: &Shared) {
 }
 
 /// Copies `src` to `dst`, chunk by chunk, as [`decide`] says. Returns when
-/// either side closes; then both sockets are shut down.
-fn pump(mut src: TcpStream, dst: TcpStream, direction: Direction, shared: &Arc<Shared>) {
+/// either side closes, or once a Reset came after the connection opened
+/// (`born`: the resets before it); then both sockets are shut down.
+fn pump(
+    mut src: TcpStream,
+    dst: TcpStream,
+    (direction, born): (Direction, u64),
+    shared: &Arc<Shared>,
+) {
     let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
     let writer_shared = Arc::clone(shared);
     let Ok(dst_w) = dst.try_clone() else {
@@ -391,6 +421,11 @@ fn pump(mut src: TcpStream, dst: TcpStream, direction: Direction, shared: &Arc<S
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            if shared.resets() != born {
+                // Read after a Reset (the socket still held it): a reset
+                // connection loses what it carried.
+                break;
+            }
             let read_at = Instant::now();
             let chunk = &buf[..n];
             let mode = shared.mode();
