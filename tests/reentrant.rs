@@ -9,9 +9,19 @@ use std::time::Duration;
 
 use common::*;
 use redquorum::testkit::LocalCluster;
-use redquorum::{Error, Redlock};
+use redquorum::{Error, LockOptions, Redlock};
 
 const TTL: Duration = Duration::from_secs(10);
+
+/// A reentrant hold for `owner`, with the config's retries.
+fn held_by(owner: &str) -> LockOptions {
+    LockOptions::new().owner(owner)
+}
+
+/// One attempt at a reentrant hold for `owner`.
+fn once_by(owner: &str) -> LockOptions {
+    held_by(owner).no_wait()
+}
 
 /// `n` local nodes with `appendonly yes` and `appendfsync always`: a
 /// restart keeps every acknowledged write.
@@ -50,11 +60,7 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     let mut guards = Vec::new();
     for depth in 1..=3 {
         let guard = redlock
-            .lock_with(
-                &resource,
-                TTL,
-                &redquorum::LockOptions::new().owner("owner-a"),
-            )
+            .lock_with(&resource, TTL, &held_by("owner-a"))
             .await
             .unwrap_or_else(|e| panic!("hold {depth}: {e}"));
         guards.push(guard);
@@ -67,13 +73,7 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     }
     while let Some(guard) = guards.pop() {
         refused(
-            redlock
-                .lock_with(
-                    &resource,
-                    TTL,
-                    &redquorum::LockOptions::new().owner("owner-b").no_wait(),
-                )
-                .await,
+            redlock.lock_with(&resource, TTL, &once_by("owner-b")).await,
             "another owner while held",
         );
         refused(
@@ -92,11 +92,7 @@ async fn nest_three_deep(redlock: &Redlock, urls: &[String], live: &[usize]) {
     .await;
     assert!(freed, "the lock key survived the last release");
     let other = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-b").no_wait(),
-        )
+        .lock_with(&resource, TTL, &once_by("owner-b"))
         .await
         .unwrap_or_else(|e| panic!("owner-b after the last release: {e}"));
     other
@@ -136,13 +132,7 @@ async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
         .await
         .unwrap_or_else(|e| panic!("lock: {e}"));
     refused(
-        redlock
-            .lock_with(
-                &resource,
-                TTL,
-                &redquorum::LockOptions::new().owner("owner-a").no_wait(),
-            )
-            .await,
+        redlock.lock_with(&resource, TTL, &once_by("owner-a")).await,
         "reentrant while a plain lock is held",
     );
     // The acquire returns at a quorum; the last SETs may land just after.
@@ -160,21 +150,11 @@ async fn a_plain_lock_keeps_reentrant_owners_out_and_is_not_touched_by_them() {
 #[tokio::test]
 async fn an_empty_owner_is_an_invalid_argument() {
     let redlock = redlock(&["redis://127.0.0.1:1/".to_owned()], fast_config());
-    match redlock
-        .lock_with("resource", TTL, &redquorum::LockOptions::new().owner(""))
-        .await
-    {
+    match redlock.lock_with("resource", TTL, &held_by("")).await {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("owner"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
-    match redlock
-        .lock_with(
-            "",
-            TTL,
-            &redquorum::LockOptions::new().owner("owner").no_wait(),
-        )
-        .await
-    {
+    match redlock.lock_with("", TTL, &once_by("owner")).await {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("resource"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
@@ -189,11 +169,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
     let redlock = redlock(&cluster.urls(), fast_config().with_retries(2));
     let resource = unique("diverged");
     let outer = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, TTL, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let all_one = eventually(Duration::from_secs(5), || {
@@ -204,11 +180,7 @@ async fn a_hold_a_node_never_saw_is_not_taken_from_it_on_release() {
     assert!(all_one);
     cluster.kill(4).unwrap_or_else(|e| panic!("kill: {e}"));
     let inner = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, TTL, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     // Back with its data (AOF): the outer hold only.
@@ -249,19 +221,11 @@ async fn an_inner_hold_with_a_short_ttl_does_not_shorten_the_outer_one() {
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("ttl");
     let outer = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, TTL, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let mut inner = redlock
-        .lock_with(
-            &resource,
-            Duration::from_millis(1500),
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, Duration::from_millis(1500), &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     // Short against the outer TTL, yet long enough to keep validity on a
@@ -297,19 +261,11 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
     let redlock = redlock(&nodes.urls(), fast_config());
     let resource = unique("drop");
     let outer = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, TTL, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let inner = redlock
-        .lock_with(
-            &resource,
-            TTL,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, TTL, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     assert!(inner.value().starts_with("r:"));
@@ -321,13 +277,7 @@ async fn a_dropped_reentrant_guard_removes_only_its_own_hold() {
     .await;
     assert!(one, "the dropped hold was not removed, or more was");
     refused(
-        redlock
-            .lock_with(
-                &resource,
-                TTL,
-                &redquorum::LockOptions::new().owner("owner-b").no_wait(),
-            )
-            .await,
+        redlock.lock_with(&resource, TTL, &once_by("owner-b")).await,
         "another owner while the outer hold remains",
     );
     outer
@@ -344,19 +294,11 @@ async fn releasing_an_inner_hold_with_a_longer_ttl_leaves_the_key_with_the_outer
     let resource = unique("inner-long");
     let short = Duration::from_secs(2);
     let outer = redlock
-        .lock_with(
-            &resource,
-            short,
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, short, &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("outer: {e}"));
     let inner = redlock
-        .lock_with(
-            &resource,
-            Duration::from_secs(60),
-            &redquorum::LockOptions::new().owner("owner-a"),
-        )
+        .lock_with(&resource, Duration::from_secs(60), &held_by("owner-a"))
         .await
         .unwrap_or_else(|e| panic!("inner: {e}"));
     inner
