@@ -340,8 +340,9 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
 }
 
 /// Whether `node` could have answered `client` in time during `window`
-/// (virtual times): no fault that stops, cuts, slows past `node_timeout`
-/// or quarantines it overlapped the window. `quarantine`: the longest
+/// (virtual times): no fault that stops, cuts or slows it past
+/// `node_timeout` lasted the whole window, and none that kills or
+/// quarantines it overlapped the window. `quarantine`: the longest
 /// restart-guard quarantine in force, when the guard is on. Used to tell
 /// which refusals a call could have seen.
 pub fn answers(
@@ -354,12 +355,20 @@ pub fn answers(
 ) -> bool {
     let (from, to) = window;
     let overlaps = |f: &Fault, reach: Duration| f.at <= to && from < f.at + f.lasts + reach;
+    // A slow, hung or cut-off node may still answer a call that outlasts
+    // its fault (a hung node runs what it was sent once it resumes), or one
+    // it answered before the fault began: only a fault in force for the
+    // whole call rules an answer out, and a slow link only if its round
+    // trip alone exceeds the node timeout.
+    let covers = |f: &Fault| f.at <= from && to <= f.at + f.lasts;
     faults.iter().all(|f| {
         let hit = match f.kind {
-            FaultKind::Slow { node: n, by } => n == node && by * 2 >= node_timeout / 2,
-            FaultKind::Hang { node: n } | FaultKind::DropReplies { node: n } => n == node,
+            FaultKind::Slow { node: n, by } => n == node && by * 2 >= node_timeout && covers(f),
+            FaultKind::Hang { node: n } | FaultKind::DropReplies { node: n } => {
+                n == node && covers(f)
+            }
             FaultKind::Cut { client: c, node: n } | FaultKind::Reset { client: c, node: n } => {
-                c == client && n == node
+                c == client && n == node && covers(f)
             }
             FaultKind::PauseClient { client: c } => c == client,
             FaultKind::Kill { node: n } => n == node,
@@ -383,4 +392,53 @@ pub fn answers(
         let f = Fault { lasts, ..f.clone() };
         !(hit && overlaps(&f, reach))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn fault(kind: FaultKind, at: u64, lasts: u64) -> Vec<Fault> {
+        vec![Fault {
+            at: MS * at as u32,
+            lasts: MS * lasts as u32,
+            kind,
+        }]
+    }
+
+    /// Whether node 0 could answer client 0 over 100..200 ms, with a node
+    /// timeout of 200 ms and no restart guard.
+    fn answers_the_call(faults: &[Fault]) -> bool {
+        answers(faults, 0, 0, (MS * 100, MS * 200), MS * 200, None)
+    }
+
+    #[test]
+    fn a_node_hung_for_the_whole_call_cannot_answer_and_one_that_resumes_in_time_can() {
+        let hang = FaultKind::Hang { node: 0 };
+        assert!(!answers_the_call(&fault(hang.clone(), 50, 200)));
+        assert!(answers_the_call(&fault(hang.clone(), 50, 100)));
+        assert!(answers_the_call(&fault(hang, 150, 200)));
+        let other = FaultKind::Hang { node: 1 };
+        assert!(answers_the_call(&fault(other, 50, 200)));
+    }
+
+    #[test]
+    fn a_slow_node_can_answer_unless_its_round_trip_alone_outlasts_the_node_timeout() {
+        let slow = |by: u64| FaultKind::Slow {
+            node: 0,
+            by: MS * by as u32,
+        };
+        assert!(answers_the_call(&fault(slow(67), 0, 1000)));
+        assert!(answers_the_call(&fault(slow(99), 0, 1000)));
+        assert!(!answers_the_call(&fault(slow(100), 0, 1000)));
+    }
+
+    #[test]
+    fn a_cut_link_blocks_only_its_own_client() {
+        let cut = |client| FaultKind::Cut { client, node: 0 };
+        assert!(!answers_the_call(&fault(cut(0), 0, 1000)));
+        assert!(answers_the_call(&fault(cut(1), 0, 1000)));
+    }
 }
