@@ -77,8 +77,9 @@ impl Node {
     /// land out of order with the calls that follow it; its error is the
     /// answer, and the next call uses the new connection.
     pub(crate) async fn send<T: FromRedisValue>(&self, request: &Request) -> NodeResult<T> {
-        if let Some(script) = request.script.filter(|_| request.deletes())
-            && self.doubts_scripts()
+        // The cheap flag first: on a healthy node no call compares hashes.
+        if self.doubts_scripts()
+            && let Some(script) = request.script.filter(|_| request.deletes())
         {
             return Box::pin(self.send_after_load(request, script)).await;
         }
