@@ -541,7 +541,9 @@ fn guard_cost(c: &mut Criterion, direct: &[String], rt: &Runtime) {
     let on = redlock(direct, Config::default().with_restart_guard(TTL));
     let marked = rt.block_on(on.init_nodes());
     assert!(
-        marked.iter().all(|r| r.outcome().is_success()),
+        marked
+            .iter()
+            .all(|r| *r.outcome() == redquorum::NodeOutcome::Granted),
         "{marked:?}"
     );
     rt.block_on(pair(&off, "bench:connect-guard-off"));

@@ -25,7 +25,9 @@ const WAIT: Duration = Duration::from_secs(2);
 const TTL: Duration = Duration::from_secs(5);
 
 async fn charge(State(redlock): State<Redlock>, Path(account): Path<u64>) -> (StatusCode, String) {
-    let options = LockOptions::new().wait(WAIT).fencing(true);
+    let options = LockOptions::new()
+        .wait(redquorum::Wait::For(WAIT))
+        .fencing(true);
     let resource = format!("account:{account}");
     match redlock.lock_with(&resource, TTL, &options).await {
         Ok(guard) => {

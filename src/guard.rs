@@ -163,20 +163,6 @@ impl LockGuard {
         self.held.remaining()
     }
 
-    /// True once the validity has run out or the lock is known lost: the
-    /// moment [`lost`](Self::lost) resolves. Cheap: it reads shared state.
-    /// With the watchdog on, it turns true as soon as the watchdog gives up.
-    ///
-    /// ```no_run
-    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let guard = redlock.try_lock("report", std::time::Duration::from_secs(5)).await?;
-    /// assert!(!guard.is_expired());
-    /// # Ok(()) }
-    /// ```
-    pub fn is_expired(&self) -> bool {
-        self.remaining().is_zero()
-    }
-
     /// Resolves once the lock is known lost or its validity has run out.
     /// Use it to stop work that must not go on without the lock.
     ///

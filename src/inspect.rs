@@ -107,10 +107,6 @@ pub struct Inspection {
 }
 
 impl Inspection {
-    /// The resource inspected.
-    pub fn resource(&self) -> &str {
-        &self.resource
-    }
     /// Each node's view, in node order.
     pub fn nodes(&self) -> &[NodeView] {
         &self.nodes

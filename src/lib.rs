@@ -349,11 +349,11 @@ pub use error::problem::NodeProblem;
 pub use error::{Attempts, Error, NodeOutcome, NodeReport, Reason, Result};
 pub use guard::LockGuard;
 pub use inspect::{Inspection, NodeHold, NodeView};
-pub use options::LockOptions;
+pub use options::{LockOptions, Wait};
 /// The `redis` crate redquorum is built on (major version 1): name its
 /// types (`redis::ConnectionInfo`, `redis::IntoConnectionInfo`, TLS
 /// settings) through this re-export, so that they always match the version
 /// redquorum links.
 pub use redis;
-pub use redlock::Redlock;
+pub use redlock::{FenceCounters, Redlock};
 pub use resources::Resources;

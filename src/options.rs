@@ -12,21 +12,19 @@ use crate::error::{Error, Result};
 /// `Redlock` (one set of connections) serves calls of different shapes.
 /// What is not set here comes from the [`Config`].
 ///
-/// The wait is one of: [`no_wait`](Self::no_wait) (one attempt),
-/// [`wait`](Self::wait) (retry until a deadline), [`retries`](Self::retries)
-/// (a number of retries) or [`wait_forever`](Self::wait_forever); the last
-/// one set wins. Whatever the wait, `lock` gives up at once when
-/// misconfigured nodes make a quorum impossible
-/// ([`Attempts::is_misconfigured`](crate::Attempts::is_misconfigured)).
+/// The wait is one [`Wait`]: one attempt, a number of retries, retries
+/// until a deadline, or forever; the last one set wins. Whatever the wait,
+/// `lock` gives up at once when misconfigured nodes make a quorum
+/// impossible ([`Reason::Misconfigured`](crate::Reason::Misconfigured)).
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use redquorum::{LockOptions, Redlock};
+/// use redquorum::{LockOptions, Redlock, Wait};
 ///
 /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
 /// // An HTTP handler: wait up to 2 s, retrying every 50 ms.
 /// let quick = LockOptions::new()
-///     .wait(Duration::from_secs(2))
+///     .wait(Wait::For(Duration::from_secs(2)))
 ///     .retry_delay(Duration::from_millis(50));
 /// let guard = redlock.lock_with("cart:42", Duration::from_secs(5), &quick).await?;
 /// guard.release().await?;
@@ -47,12 +45,35 @@ pub struct LockOptions {
     owner: Option<String>,
 }
 
-/// How long one call waits for the lock.
+/// How long one call waits for the lock: the argument of
+/// [`LockOptions::wait`]. Without one, a call waits as the [`Config`]
+/// says ([`Config::with_retries`], [`Config::with_wait`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use redquorum::{LockOptions, Wait};
+///
+/// let once = LockOptions::new().wait(Wait::No);
+/// let three = LockOptions::new().wait(Wait::Retries(3));
+/// let patient = LockOptions::new().wait(Wait::For(Duration::from_secs(30)));
+/// let forever = LockOptions::new().wait(Wait::Forever);
+/// assert_ne!(once, forever);
+/// # let _ = (three, patient);
+/// ```
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
+pub enum Wait {
+    /// One attempt, no retry (as [`Redlock::try_lock`](crate::Redlock::try_lock)).
     No,
+    /// This many retries after the first attempt, within the [`Config`]'s
+    /// wait ([`Config::with_wait`]) if it sets one.
     Retries(u32),
+    /// Retries until this much time has passed since the call began,
+    /// however many attempts that takes: no attempt starts and no pause
+    /// extends past it. Positive, and at most [`MAX_TTL`](crate::MAX_TTL).
     For(Duration),
+    /// Retries until the lock is acquired (or a quorum of nodes is found
+    /// misconfigured). Cancel the future to stop waiting.
     Forever,
 }
 
@@ -66,55 +87,18 @@ impl LockOptions {
         LockOptions::default()
     }
 
-    /// One attempt, no retry (as [`Redlock::try_lock`](crate::Redlock::try_lock)).
+    /// How long this call waits for the lock (see [`Wait`]); the last
+    /// wait set wins.
     ///
     /// ```
-    /// let once = redquorum::LockOptions::new().no_wait();
-    /// # let _ = once;
-    /// ```
-    #[must_use = "a setter returns the changed options"]
-    pub fn no_wait(mut self) -> Self {
-        self.wait = Some(Wait::No);
-        self
-    }
-
-    /// Retries until `deadline` has passed since the call began, however
-    /// many attempts that takes: no attempt starts and no pause extends
-    /// past it. At most [`MAX_TTL`](crate::MAX_TTL).
+    /// use redquorum::{LockOptions, Wait};
     ///
-    /// ```
-    /// let patient = redquorum::LockOptions::new().wait(std::time::Duration::from_secs(30));
-    /// # let _ = patient;
-    /// ```
-    #[must_use = "a setter returns the changed options"]
-    pub fn wait(mut self, deadline: Duration) -> Self {
-        self.wait = Some(Wait::For(deadline));
-        self
-    }
-
-    /// Retries `retries` times after the first attempt, within the
-    /// [`Config`]'s acquire timeout if it has one.
-    ///
-    /// ```
-    /// let three = redquorum::LockOptions::new().retries(3);
-    /// # let _ = three;
+    /// let patient = LockOptions::new().wait(Wait::For(std::time::Duration::from_secs(30)));
+    /// assert_eq!(patient.clone().wait(Wait::No), LockOptions::new().wait(Wait::No));
     /// ```
     #[must_use = "a setter returns the changed options"]
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.wait = Some(Wait::Retries(retries));
-        self
-    }
-
-    /// Retries until the lock is acquired (or a quorum of nodes is found
-    /// misconfigured). Cancel the future to stop waiting.
-    ///
-    /// ```
-    /// let forever = redquorum::LockOptions::new().wait_forever();
-    /// # let _ = forever;
-    /// ```
-    #[must_use = "a setter returns the changed options"]
-    pub fn wait_forever(mut self) -> Self {
-        self.wait = Some(Wait::Forever);
+    pub fn wait(mut self, wait: Wait) -> Self {
+        self.wait = Some(wait);
         self
     }
 
@@ -232,14 +216,14 @@ impl Plan {
             Some(Wait::Forever) => (u32::MAX, None),
             Some(Wait::For(d)) if d.is_zero() => {
                 return Err(Error::InvalidArgument(
-                    "a wait of zero leaves no time for an attempt: use no_wait() for one \
+                    "a wait of zero leaves no time for an attempt: use Wait::No for one \
                      attempt, or a positive duration"
                         .to_owned(),
                 ));
             }
             Some(Wait::For(d)) if d > MAX_TTL => {
                 return Err(Error::InvalidArgument(format!(
-                    "wait {d:?} is longer than MAX_TTL ({MAX_TTL:?}); use wait_forever() or a \
+                    "wait {d:?} is longer than MAX_TTL ({MAX_TTL:?}); use Wait::Forever or a \
                      shorter one"
                 )));
             }
@@ -288,7 +272,7 @@ mod tests {
     #[test]
     fn a_wait_lifts_the_retry_count_and_sets_the_deadline() {
         let before = Instant::now();
-        let p = plan(LockOptions::new().wait(Duration::from_secs(1))).unwrap();
+        let p = plan(LockOptions::new().wait(Wait::For(Duration::from_secs(1)))).unwrap();
         assert_eq!(p.retries, u32::MAX);
         let deadline = p.give_up_at.unwrap();
         assert!(deadline >= before + Duration::from_secs(1));
@@ -297,9 +281,14 @@ mod tests {
 
     #[test]
     fn the_last_wait_set_wins() {
-        let p = plan(LockOptions::new().wait(Duration::from_secs(1)).no_wait()).unwrap();
+        let p = plan(
+            LockOptions::new()
+                .wait(Wait::For(Duration::from_secs(1)))
+                .wait(Wait::No),
+        )
+        .unwrap();
         assert_eq!((p.retries, p.give_up_at), (0, None));
-        let p = plan(LockOptions::new().no_wait().wait_forever()).unwrap();
+        let p = plan(LockOptions::new().wait(Wait::No).wait(Wait::Forever)).unwrap();
         assert_eq!((p.retries, p.give_up_at), (u32::MAX, None));
     }
 
@@ -320,8 +309,8 @@ mod tests {
     #[test]
     fn a_zero_or_huge_wait_and_a_huge_pause_are_argument_errors() {
         for options in [
-            LockOptions::new().wait(Duration::ZERO),
-            LockOptions::new().wait(Duration::MAX),
+            LockOptions::new().wait(Wait::For(Duration::ZERO)),
+            LockOptions::new().wait(Wait::For(Duration::MAX)),
             LockOptions::new().retry_delay(Duration::MAX),
             LockOptions::new().retry_jitter(MAX_WAIT + Duration::from_secs(1)),
         ] {

@@ -244,7 +244,7 @@ async fn tokens_strictly_increase_over_hundreds_of_acquisitions_while_minorities
                     // Recorded while holding the lock: the order of the
                     // records is the order of the holds.
                     let mut tokens = tokens.lock().unwrap_or_else(|p| p.into_inner());
-                    tokens.push((token, !guard.is_expired()));
+                    tokens.push((token, !guard.remaining().is_zero()));
                 }
                 mine += 1;
                 if acquired.fetch_add(1, Ordering::SeqCst) + 1 >= target {
@@ -304,7 +304,7 @@ async fn a_holder_paused_past_its_validity_has_its_write_refused_by_the_fenced_r
     let token_a = a.fencing_token().expect("A has a token");
     // A is paused (GC, swap...) past its validity, without extending.
     tokio::time::sleep_until(a.valid_until() + Duration::from_millis(20)).await;
-    assert!(a.is_expired());
+    assert!(a.remaining().is_zero());
 
     let b = client_b
         .lock(&resource, Duration::from_secs(5))
@@ -538,7 +538,7 @@ async fn a_failed_fenced_attempt_leaves_no_lock_key_and_no_counter_change() {
         .await
         .expect_err("held: must fail");
     assert!(
-        matches!(&err, Error::NotAcquired(a) if a.is_contended()),
+        matches!(&err, Error::NotAcquired(a) if a.reason() == redquorum::Reason::Contended),
         "{err}"
     );
     // The failed attempt's clean-up deleted none of our keys (a call of

@@ -60,8 +60,8 @@ async fn a_fenced_lock_whose_counters_a_quorum_cannot_vouch_for_stops_at_once_an
     match redlock.lock_with(&resource, MAX_TTL, &fenced).await {
         Err(Error::NotAcquired(why)) => {
             assert_eq!(why.attempts(), 1, "retried: {why}");
-            assert!(why.is_misconfigured(), "{why}");
-            assert!(!why.is_unavailable(), "{why}");
+            assert!(why.reason() == redquorum::Reason::Misconfigured, "{why}");
+            assert!(why.reason() != redquorum::Reason::Unavailable, "{why}");
             assert!(why.to_string().contains("vouch"), "{why}");
         }
         other => panic!("expected the counters not known intact, got {other:?}"),
@@ -73,11 +73,13 @@ async fn vouching_for_the_counters_lets_the_next_token_follow_the_last() {
     let resource = common::unique("guard-fence-vouch");
     let (_cluster, redlock) = fenced_then_two_clean_restarts(&resource).await;
     let reports = redlock
-        .vouch_fence_counters(&[&resource])
+        .vouch_fence_counters(redquorum::FenceCounters::Of(&[&resource]))
         .await
         .expect("guard on");
     assert!(
-        reports.iter().all(|r| r.outcome().is_success()),
+        reports
+            .iter()
+            .all(|r| *r.outcome() == redquorum::NodeOutcome::Granted),
         "{reports:?}"
     );
     let fenced = LockOptions::new().fencing(true);
@@ -91,16 +93,19 @@ async fn vouching_for_the_counters_lets_the_next_token_follow_the_last() {
     let other = common::unique("guard-fence-other");
     assert!(matches!(
         redlock.lock_with(&other, MAX_TTL, &fenced).await,
-        Err(Error::NotAcquired(why)) if why.is_misconfigured()
+        Err(Error::NotAcquired(why)) if why.reason() == redquorum::Reason::Misconfigured
     ));
 
     let off = common::redlock(&_cluster.urls(), common::fast_config());
     assert!(matches!(
-        off.vouch_fence_counters(&[&resource]).await,
+        off.vouch_fence_counters(redquorum::FenceCounters::Of(&[&resource]))
+            .await,
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        redlock.vouch_fence_counters(&[]).await,
+        redlock
+            .vouch_fence_counters(redquorum::FenceCounters::Of(&[]))
+            .await,
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -109,9 +114,14 @@ async fn vouching_for_the_counters_lets_the_next_token_follow_the_last() {
 async fn vouching_for_all_counters_covers_resources_never_fenced() {
     let resource = common::unique("guard-fence-all");
     let (_cluster, redlock) = fenced_then_two_clean_restarts(&resource).await;
-    let reports = redlock.vouch_all_fence_counters().await.expect("guard on");
+    let reports = redlock
+        .vouch_fence_counters(redquorum::FenceCounters::All)
+        .await
+        .expect("guard on");
     assert!(
-        reports.iter().all(|r| r.outcome().is_success()),
+        reports
+            .iter()
+            .all(|r| *r.outcome() == redquorum::NodeOutcome::Granted),
         "{reports:?}"
     );
     let fenced = LockOptions::new().fencing(true);

@@ -140,7 +140,7 @@ async fn a_failed_lock_many_leaves_no_key_and_the_other_owners_key_untouched() {
             .await
             .expect_err("b is held: the whole set must fail");
         assert!(
-            matches!(&err, Error::NotAcquired(why) if why.is_contended()),
+            matches!(&err, Error::NotAcquired(why) if why.reason() == redquorum::Reason::Contended),
             "{err}"
         );
         // The clean-up runs in the background; shutdown() waits for it.

@@ -758,7 +758,9 @@ impl Client {
                     .lock_with(
                         r,
                         ttl,
-                        &redquorum::LockOptions::new().owner(&self.owner).no_wait(),
+                        &redquorum::LockOptions::new()
+                            .owner(&self.owner)
+                            .wait(redquorum::Wait::No),
                     )
                     .await
             };

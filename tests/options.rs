@@ -26,7 +26,11 @@ async fn a_wait_outlasts_the_config_retry_count_and_no_wait_makes_one_attempt() 
     let holder = redlock.lock(&resource, TTL).await.expect("holder");
 
     let once = redlock
-        .lock_with(&resource, TTL, &LockOptions::new().no_wait())
+        .lock_with(
+            &resource,
+            TTL,
+            &LockOptions::new().wait(redquorum::Wait::No),
+        )
         .await
         .expect_err("held");
     assert!(
@@ -38,7 +42,7 @@ async fn a_wait_outlasts_the_config_retry_count_and_no_wait_makes_one_attempt() 
         let (redlock, resource) = (redlock.clone(), resource.clone());
         tokio::spawn(async move {
             let options = LockOptions::new()
-                .wait(Duration::from_secs(20))
+                .wait(redquorum::Wait::For(Duration::from_secs(20)))
                 .retry_delay(Duration::from_millis(30))
                 .retry_jitter(Duration::ZERO);
             redlock.lock_with(&resource, TTL, &options).await
@@ -61,7 +65,7 @@ async fn a_wait_gives_up_at_its_deadline_counting_every_attempt() {
     let resource = common::unique("options-deadline");
     let holder = redlock.lock(&resource, TTL).await.expect("holder");
     let options = LockOptions::new()
-        .wait(Duration::from_millis(600))
+        .wait(redquorum::Wait::For(Duration::from_millis(600)))
         .retry_delay(Duration::from_millis(20))
         .retry_jitter(Duration::ZERO);
     let started = Instant::now();
@@ -111,7 +115,7 @@ async fn bad_options_are_argument_errors_before_any_io() {
     let redlock = common::redlock(&nodes.urls(), common::fast_config());
     let resource = common::unique("options-bad");
     for options in [
-        LockOptions::new().wait(Duration::ZERO),
+        LockOptions::new().wait(redquorum::Wait::For(Duration::ZERO)),
         LockOptions::new().retry_delay(Duration::from_secs(24 * 3600)),
     ] {
         let err = redlock.lock_with(&resource, TTL, &options).await;
@@ -143,7 +147,7 @@ async fn try_with_lock_skips_a_taken_lock_and_runs_a_free_one() {
 
     let done = redlock
         .try_with_lock(&resource, TTL, async |guard| {
-            assert!(!guard.is_expired());
+            assert!(!guard.remaining().is_zero());
             7
         })
         .await
@@ -166,7 +170,9 @@ async fn try_with_lock_reports_an_outage_instead_of_skipping() {
         .try_with_lock(&common::unique("options-outage"), TTL, async |_| ())
         .await;
     match result {
-        Err(Error::NotAcquired(why)) => assert!(why.is_unavailable(), "{why}"),
+        Err(Error::NotAcquired(why)) => {
+            assert!(why.reason() == redquorum::Reason::Unavailable, "{why}")
+        }
         other => panic!("an outage was taken for a lost race: {other:?}"),
     }
 }
@@ -176,7 +182,7 @@ async fn a_job_run_under_a_lock_taken_with_options_gets_them_and_releases_after(
     let nodes = common::nodes();
     let redlock = common::redlock(&nodes.urls(), common::fast_config());
     let resource = common::unique("options-run");
-    let fenced = LockOptions::new().fencing(true).no_wait();
+    let fenced = LockOptions::new().fencing(true).wait(redquorum::Wait::No);
     let token = redlock
         .lock_with(&resource, TTL, &fenced)
         .await

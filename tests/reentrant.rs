@@ -20,7 +20,7 @@ fn held_by(owner: &str) -> LockOptions {
 
 /// One attempt at a reentrant hold for `owner`.
 fn once_by(owner: &str) -> LockOptions {
-    held_by(owner).no_wait()
+    held_by(owner).wait(redquorum::Wait::No)
 }
 
 /// `n` local nodes with `appendonly yes` and `appendfsync always`: a
@@ -46,7 +46,14 @@ fn refused(result: redquorum::Result<redquorum::LockGuard>, what: &str) {
         // Contended; or, with nodes dead, unavailable when their errors
         // decided the attempt before enough holders had refused.
         Err(Error::NotAcquired(why)) => assert!(
-            why.is_contended() || why.is_unavailable() && why.refused() > 0,
+            why.reason() == redquorum::Reason::Contended
+                || why.reason() == redquorum::Reason::Unavailable
+                    && why
+                        .nodes()
+                        .iter()
+                        .filter(|n| *n.outcome() == redquorum::NodeOutcome::Refused)
+                        .count()
+                        > 0,
             "{what}: {why}"
         ),
         other => panic!("{what}: expected a refusal, got {other:?}"),

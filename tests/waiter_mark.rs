@@ -44,7 +44,7 @@ async fn a_waiter_never_marks_another_softwares_value_whatever_its_first_letter(
     let urls = nodes.urls();
     let redlock = common::redlock(&urls, common::fast_config());
     common::warm_up(&redlock).await;
-    let wait = LockOptions::new().wait(Duration::from_millis(300));
+    let wait = LockOptions::new().wait(redquorum::Wait::For(Duration::from_millis(300)));
     let hex39 = "0123456789abcdef0123456789abcdef0123456";
     let foreign = [
         // An uppercase UUID, a base64 token, uppercase hex.
@@ -66,7 +66,9 @@ async fn a_waiter_never_marks_another_softwares_value_whatever_its_first_letter(
             .lock_with(&resource, Duration::from_secs(5), &wait)
             .await
         {
-            Err(Error::NotAcquired(why)) => assert!(why.is_contended(), "{why}"),
+            Err(Error::NotAcquired(why)) => {
+                assert!(why.reason() == redquorum::Reason::Contended, "{why}")
+            }
             other => panic!("the foreign holder has it, yet: {other:?}"),
         }
         redlock.shutdown().await;
@@ -103,7 +105,7 @@ async fn a_waiter_still_marks_our_own_values_labelled_or_not() {
             .try_lock(&resource, Duration::from_secs(10))
             .await
             .expect("lock");
-        let wait = LockOptions::new().wait(Duration::from_millis(300));
+        let wait = LockOptions::new().wait(redquorum::Wait::For(Duration::from_millis(300)));
         assert!(
             redlock
                 .lock_with(&resource, Duration::from_secs(5), &wait)

@@ -89,7 +89,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         history.record(worker, start, valid_until, released_at);
                         tokio::time::sleep(Duration::from_millis(rand::random_range(0..10))).await;
                     }
-                    Err(Error::NotAcquired(why)) if why.is_unavailable() => stats.unavailable += 1,
+                    Err(Error::NotAcquired(why))
+                        if why.reason() == redquorum::Reason::Unavailable =>
+                    {
+                        stats.unavailable += 1
+                    }
                     Err(Error::NotAcquired(_)) => stats.contended += 1,
                     Err(e) => return Err(e.to_string()),
                 }

@@ -46,21 +46,16 @@ fn quorum_reads_the_documented_default() {
 }
 
 #[test]
-fn with_drift_factor_sets_what_its_getter_reads() {
-    let config = crate::Config::default().with_drift_factor(0.02);
+fn with_drift_sets_what_its_getters_read() {
+    use std::time::Duration;
+    let config = crate::Config::default().with_drift(0.02, Duration::from_millis(5));
     assert_eq!(config.drift_factor(), 0.02);
+    assert_eq!(config.drift_padding(), Duration::from_millis(5));
 }
 
 #[test]
 fn drift_factor_reads_the_documented_default() {
     assert_eq!(crate::Config::default().drift_factor(), 0.01);
-}
-
-#[test]
-fn with_drift_padding_sets_what_its_getter_reads() {
-    use std::time::Duration;
-    let config = crate::Config::default().with_drift_padding(Duration::from_millis(5));
-    assert_eq!(config.drift_padding(), Duration::from_millis(5));
 }
 
 #[test]

@@ -154,14 +154,19 @@ impl Config {
         self.quorum
     }
 
-    /// Sets the share of the TTL reserved for clock drift; in `[0, 1)`.
+    /// Sets the clock-drift allowance an acquisition subtracts from its
+    /// validity: `ttl * factor + padding`. `factor` is in `[0, 1)`
+    /// (default [`DEFAULT_DRIFT_FACTOR`]), `padding` at most
+    /// [`MAX_TTL`] (default [`DEFAULT_DRIFT_PADDING`]).
     ///
     /// ```
-    /// let config = redquorum::Config::default().with_drift_factor(0.02);
+    /// use std::time::Duration;
+    /// let config = redquorum::Config::default().with_drift(0.02, Duration::from_millis(5));
     /// ```
     #[must_use = "a setter returns the changed config"]
-    pub fn with_drift_factor(mut self, factor: f64) -> Self {
+    pub fn with_drift(mut self, factor: f64, padding: Duration) -> Self {
         self.drift_factor = factor;
+        self.drift_padding = padding;
         self
     }
 
@@ -169,18 +174,6 @@ impl Config {
     #[cfg(any(test, feature = "sim"))]
     pub(crate) fn drift_factor(&self) -> f64 {
         self.drift_factor
-    }
-
-    /// Sets the fixed clock-drift allowance added to `ttl * drift_factor`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let config = redquorum::Config::default().with_drift_padding(Duration::from_millis(5));
-    /// ```
-    #[must_use = "a setter returns the changed config"]
-    pub fn with_drift_padding(mut self, padding: Duration) -> Self {
-        self.drift_padding = padding;
-        self
     }
 
     /// The fixed clock-drift allowance.

@@ -99,8 +99,7 @@ impl Config {
     ///
     /// let config = redquorum::Config::default()
     ///     .with_restart_guard(Duration::from_millis(300))
-    ///     .with_drift_factor(0.1)
-    ///     .with_drift_padding(Duration::from_millis(5));
+    ///     .with_drift(0.1, Duration::from_millis(5));
     /// assert_eq!(config.quarantine(), Some(Duration::from_millis(335)));
     /// ```
     pub fn quarantine(&self) -> Option<Duration> {
@@ -150,8 +149,7 @@ mod tests {
     fn the_quarantine_is_max_ttl_plus_its_drift_rounded_up_to_a_millisecond() {
         let config = Config::default()
             .with_restart_guard(Duration::from_millis(1000))
-            .with_drift_factor(0.0105)
-            .with_drift_padding(Duration::from_micros(1500));
+            .with_drift(0.0105, Duration::from_micros(1500));
         // 1000 + 10.5 + 1.5 = 1012 ms
         assert_eq!(config.quarantine(), Some(Duration::from_millis(1012)));
         assert_eq!(Config::default().quarantine(), None);

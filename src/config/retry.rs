@@ -8,7 +8,7 @@ use super::Config;
 impl Config {
     /// Sets how many times [`Redlock::lock`](crate::Redlock::lock) tries again
     /// after a failed first attempt: the default of
-    /// [`LockOptions::retries`](crate::LockOptions::retries).
+    /// [`Wait::Retries`](crate::Wait::Retries) in [`LockOptions::wait`](crate::LockOptions::wait).
     ///
     /// ```
     /// let config = redquorum::Config::default().with_retries(0);

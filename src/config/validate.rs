@@ -130,12 +130,17 @@ mod tests {
     fn drift_factor_nan_negative_or_one_is_rejected() {
         for bad in [f64::NAN, -0.1, 1.0, 2.5, f64::INFINITY] {
             let err = Config::default()
-                .with_drift_factor(bad)
+                .with_drift(bad, crate::DEFAULT_DRIFT_PADDING)
                 .validate(5)
                 .unwrap_err();
             assert!(err.to_string().contains("drift factor"), "{bad}: {err}");
         }
-        assert!(Config::default().with_drift_factor(0.0).validate(5).is_ok());
+        assert!(
+            Config::default()
+                .with_drift(0.0, crate::DEFAULT_DRIFT_PADDING)
+                .validate(5)
+                .is_ok()
+        );
     }
 
     mod properties {
@@ -151,7 +156,7 @@ mod tests {
             #[test]
             fn each_duration_setting_is_accepted_exactly_up_to_its_bound(d in span()) {
                 let settings: [(Config, Duration); 7] = [
-                    (Config::default().with_drift_padding(d), MAX_TTL),
+                    (Config::default().with_drift(crate::DEFAULT_DRIFT_FACTOR, d), MAX_TTL),
                     (Config::default().with_min_validity(d), MAX_TTL),
                     (Config::default().with_retry_delay(d), MAX_WAIT),
                     (Config::default().with_retry_jitter(d), MAX_WAIT),

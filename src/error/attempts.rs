@@ -100,14 +100,15 @@ impl fmt::Display for Reason {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use redquorum::{Error, Reason};
+/// use redquorum::{Error, NodeOutcome, Reason};
 ///
 /// # async fn run(redlock: redquorum::Redlock) {
 /// match redlock.lock("jobs", Duration::from_secs(5)).await {
 ///     Ok(guard) => drop(guard),
 ///     Err(Error::NotAcquired(why)) => match why.reason() {
 ///         Reason::Contended => {
-///             println!("busy: {} of {} nodes refused", why.refused(), why.nodes().len());
+///             let refused = why.nodes().iter().filter(|n| *n.outcome() == NodeOutcome::Refused);
+///             println!("busy: {} of {} nodes refused", refused.count(), why.nodes().len());
 ///         }
 ///         Reason::Unavailable => eprintln!("nodes down: {why}"),
 ///         Reason::Misconfigured => eprintln!("fix the nodes: {why}"),
@@ -166,15 +167,15 @@ impl Attempts {
         self
     }
 
-    /// True when the report is of an extension (the lock was held, and an
-    /// extension could not be confirmed), false for an acquisition.
-    pub fn is_extension(&self) -> bool {
+    /// True when the report is of an extension.
+    #[cfg(feature = "sim")]
+    pub(crate) fn is_extension(&self) -> bool {
         self.operation == Operation::Extend
     }
 
-    /// True when the report is of a release that could not be confirmed
-    /// ([`Error::ReleaseUnconfirmed`](crate::Error::ReleaseUnconfirmed)).
-    pub fn is_release(&self) -> bool {
+    /// True when the report is of a release.
+    #[cfg(feature = "sim")]
+    pub(crate) fn is_release(&self) -> bool {
         self.operation == Operation::Release
     }
 
@@ -204,24 +205,26 @@ impl Attempts {
     }
 
     /// Nodes that granted the last attempt.
-    pub fn granted(&self) -> usize {
-        self.count(NodeOutcome::is_success)
+    pub(crate) fn granted(&self) -> usize {
+        self.count(|o| matches!(o, NodeOutcome::Granted))
     }
 
     /// Nodes that refused: another owner holds the lock (for an
     /// extension: the lock is no longer ours there).
-    pub fn refused(&self) -> usize {
+    pub(crate) fn refused(&self) -> usize {
         self.count(|o| matches!(o, NodeOutcome::Refused))
     }
 
     /// Nodes that timed out or failed for a reason that may pass.
-    pub fn unavailable(&self) -> usize {
+    #[cfg(any(test, feature = "sim"))]
+    pub(crate) fn unavailable(&self) -> usize {
         self.count(NodeOutcome::is_unavailable)
     }
 
     /// Nodes that failed for a reason waiting does not cure (credentials,
     /// ACL, a replica, TLS): see [`NodeOutcome::is_misconfigured`].
-    pub fn misconfigured(&self) -> usize {
+    #[cfg(any(test, feature = "sim"))]
+    pub(crate) fn misconfigured(&self) -> usize {
         self.count(NodeOutcome::is_misconfigured)
     }
 
@@ -240,40 +243,6 @@ impl Attempts {
     /// ```
     pub fn reason(&self) -> Reason {
         Reason::of(&self.nodes, self.quorum, self.validity_exhausted)
-    }
-
-    /// True when the [reason](Self::reason) is [`Reason::Contended`]: more
-    /// than N − quorum nodes refused, so another owner holds the lock
-    /// whatever the other nodes would have said. Waiting for the holder
-    /// may help. A single refusal among nodes that are down is not
-    /// contention but [unavailability](Self::is_unavailable).
-    pub fn is_contended(&self) -> bool {
-        self.reason() == Reason::Contended
-    }
-
-    /// True when the [reason](Self::reason) is [`Reason::Unavailable`]: no
-    /// quorum granted and refusals alone did not rule one out, so the
-    /// nodes needed were down, hung, failing, quarantined, or had not
-    /// answered when the attempt was decided. Waiting may help.
-    pub fn is_unavailable(&self) -> bool {
-        self.reason() == Reason::Unavailable
-    }
-
-    /// True when the [reason](Self::reason) is [`Reason::Misconfigured`]:
-    /// misconfigured nodes (credentials, ACL, a replica, TLS), with those
-    /// that timed out or failed, left too few for a quorum even had the
-    /// lock been free. Waiting does not help, the deployment must change.
-    /// [`Redlock::lock`](crate::Redlock::lock) stops retrying then.
-    pub fn is_misconfigured(&self) -> bool {
-        self.reason() == Reason::Misconfigured
-    }
-
-    /// True when the [reason](Self::reason) is
-    /// [`Reason::ValidityExhausted`]: a quorum granted the lock but too
-    /// little validity was left (slow nodes used up the TTL), so it was
-    /// released again.
-    pub fn is_validity_exhausted(&self) -> bool {
-        self.reason() == Reason::ValidityExhausted
     }
 
     fn count(&self, pred: impl Fn(&NodeOutcome) -> bool) -> usize {
@@ -366,8 +335,8 @@ mod tests {
             NodeOutcome::Granted,
             NodeOutcome::Pending,
         ]);
-        assert!(a.is_unavailable());
-        assert!(!a.is_contended());
+        assert!(a.reason() == Reason::Unavailable);
+        assert!(a.reason() != Reason::Contended);
         assert_eq!(a.unavailable(), 3);
     }
 
@@ -412,8 +381,8 @@ mod tests {
             NodeOutcome::Granted,
             NodeOutcome::Granted,
         ]);
-        assert!(a.is_misconfigured());
-        assert!(!a.is_unavailable());
+        assert!(a.reason() == Reason::Misconfigured);
+        assert!(a.reason() != Reason::Unavailable);
         assert_eq!((a.misconfigured(), a.unavailable()), (2, 1));
         let text = a.to_string();
         assert!(
@@ -431,8 +400,8 @@ mod tests {
             NodeOutcome::Refused,
             NodeOutcome::Granted,
         ]);
-        assert!(!a.is_misconfigured());
-        assert!(a.is_contended());
+        assert!(a.reason() != Reason::Misconfigured);
+        assert!(a.reason() == Reason::Contended);
     }
 
     #[test]
@@ -446,7 +415,7 @@ mod tests {
             NodeOutcome::Refused,
         ]);
         assert_eq!(a.reason(), Reason::Unavailable);
-        assert!(a.is_unavailable() && !a.is_contended());
+        assert!(a.reason() == Reason::Unavailable && a.reason() != Reason::Contended);
     }
 
     #[test]
@@ -479,7 +448,7 @@ mod tests {
         ])
         .with_validity_exhausted(true);
         assert_eq!(late.reason(), Reason::ValidityExhausted);
-        assert!(late.is_validity_exhausted() && !late.is_contended());
+        assert!(late.reason() == Reason::ValidityExhausted && late.reason() != Reason::Contended);
     }
 
     #[test]
@@ -522,7 +491,7 @@ mod tests {
             NodeOutcome::TimedOut,
         ])
         .of_release();
-        assert!(a.is_release() && !a.is_extension());
+        assert!(a.operation == Operation::Release);
         let text = a.to_string();
         assert!(
             text.starts_with("release of lock \"res\" not confirmed, nodes unavailable"),
@@ -538,7 +507,7 @@ mod tests {
     #[test]
     fn contention_with_all_nodes_up_is_not_unavailability() {
         let a = attempts(&[const { NodeOutcome::Refused }; 5]);
-        assert!(a.is_contended());
-        assert!(!a.is_unavailable());
+        assert!(a.reason() == Reason::Contended);
+        assert!(a.reason() != Reason::Unavailable);
     }
 }

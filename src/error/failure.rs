@@ -132,12 +132,6 @@ impl NodeFailure {
         &self.message
     }
 
-    /// True when waiting does not cure it: see
-    /// [`FailureKind::is_misconfiguration`].
-    pub fn is_misconfiguration(&self) -> bool {
-        self.kind.is_misconfiguration()
-    }
-
     /// The server's error code (`MOVED`, `NOPERM`...), if it sent one.
     pub(crate) fn code(&self) -> Option<&str> {
         self.code.as_deref()
@@ -271,7 +265,11 @@ mod tests {
             &FailureKind::ReadOnly
         );
         let wrongpass = server("WRONGPASS", "invalid username-password pair");
-        assert!(NodeFailure::from_redis(&wrongpass).is_misconfiguration());
+        assert!(
+            NodeFailure::from_redis(&wrongpass)
+                .kind()
+                .is_misconfiguration()
+        );
     }
 
     #[test]
@@ -301,7 +299,7 @@ mod tests {
                 command: Some("pexpire".into())
             }
         );
-        assert!(failure.is_misconfiguration());
+        assert!(failure.kind().is_misconfiguration());
     }
 
     #[test]
@@ -309,7 +307,7 @@ mod tests {
         let e = server("LOADING", "Redis is loading the dataset in memory");
         let failure = NodeFailure::from_redis(&e);
         assert_eq!(failure.kind(), &FailureKind::Other);
-        assert!(!failure.is_misconfiguration());
+        assert!(!failure.kind().is_misconfiguration());
     }
 
     #[test]
@@ -317,7 +315,7 @@ mod tests {
         let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let failure = NodeFailure::from_redis(&RedisError::from(io));
         assert_eq!(failure.kind(), &FailureKind::ConnectionRefused);
-        assert!(!failure.is_misconfiguration());
+        assert!(!failure.kind().is_misconfiguration());
     }
 
     #[test]

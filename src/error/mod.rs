@@ -60,8 +60,7 @@ pub enum Error {
     /// enough of them said the lock was gone to call it expired. The lock
     /// was held until the release; its keys on the nodes that did not
     /// answer lapse at their TTL (or are deleted once the delete reaches
-    /// them). [`Attempts`] names each node and its answer
-    /// ([`Attempts::is_release`] is true).
+    /// them). [`Attempts`] names each node and its answer.
     #[error("{0}")]
     ReleaseUnconfirmed(Box<Attempts>),
     /// The lock was lost while held (an extension could not reach a quorum

@@ -32,10 +32,6 @@ pub struct NodeCheck {
 }
 
 impl NodeCheck {
-    /// Position in the node list.
-    pub fn index(&self) -> usize {
-        self.index
-    }
     /// Address, without credentials.
     pub fn node(&self) -> &str {
         &self.node
@@ -56,10 +52,6 @@ impl NodeCheck {
     /// The server's `run_id` from `INFO server`, if read.
     pub fn run_id(&self) -> Option<&str> {
         self.run_id.as_deref()
-    }
-    /// Whether `INFO cluster` says `cluster_enabled:1`.
-    pub fn cluster_enabled(&self) -> bool {
-        self.cluster_enabled
     }
     /// Round-trip time of the `ROLE` call, if it succeeded.
     pub fn latency(&self) -> Option<Duration> {

@@ -11,7 +11,7 @@ use std::fmt;
 /// use redquorum::NodeOutcome;
 ///
 /// let outcome = NodeOutcome::Refused;
-/// assert!(!outcome.is_success());
+/// assert_ne!(outcome, redquorum::NodeOutcome::Granted);
 /// assert!(!outcome.is_unavailable());
 /// assert_eq!(outcome.to_string(), "refused");
 /// ```
@@ -70,11 +70,7 @@ pub enum NodeOutcome {
 
 impl NodeOutcome {
     /// True when the node granted the request.
-    ///
-    /// ```
-    /// assert!(redquorum::NodeOutcome::Granted.is_success());
-    /// ```
-    pub fn is_success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         matches!(self, NodeOutcome::Granted)
     }
 
@@ -90,7 +86,7 @@ impl NodeOutcome {
     pub fn is_unavailable(&self) -> bool {
         match self {
             NodeOutcome::TimedOut | NodeOutcome::Quarantined { .. } => true,
-            NodeOutcome::Failed(failure) => !failure.is_misconfiguration(),
+            NodeOutcome::Failed(failure) => !failure.kind().is_misconfiguration(),
             _ => false,
         }
     }
@@ -117,7 +113,7 @@ impl NodeOutcome {
     /// ```
     pub fn is_misconfigured(&self) -> bool {
         match self {
-            NodeOutcome::Failed(failure) => failure.is_misconfiguration(),
+            NodeOutcome::Failed(failure) => failure.kind().is_misconfiguration(),
             NodeOutcome::QuarantineMismatch { .. } | NodeOutcome::CountersUnknown => true,
             _ => false,
         }

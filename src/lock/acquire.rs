@@ -104,7 +104,7 @@ pub(crate) async fn acquire(
         let report = Attempts::new(&resources[0], attempts, shared.quorum, failure.reports)
             .with_validity_exhausted(failure.validity_exhausted);
         // Waiting does not mend credentials, ACLs or replicas.
-        if pauses > plan.retries || out_of_time || report.is_misconfigured() {
+        if pauses > plan.retries || out_of_time || report.reason() == crate::Reason::Misconfigured {
             meter.acquisition(kind, called.elapsed(), attempts);
             let attempts = report;
             tracing::debug!(%attempts, "lock not acquired");

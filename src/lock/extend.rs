@@ -43,7 +43,9 @@ impl Held {
             Ok(()) => "extended",
             Err(Error::Expired) if self.status().ended => "gone",
             Err(Error::Expired) => "expired",
-            Err(Error::NotAcquired(a)) if a.is_validity_exhausted() => "validity_exhausted",
+            Err(Error::NotAcquired(a)) if a.reason() == crate::Reason::ValidityExhausted => {
+                "validity_exhausted"
+            }
             Err(_) => "not_confirmed",
         };
         let end = End {

@@ -117,7 +117,7 @@ impl Redlock {
     where
         F: AsyncFnOnce(&LockGuard) -> T,
     {
-        let options = LockOptions::new().no_wait();
+        let options = LockOptions::new().wait(crate::Wait::No);
         match self.acquire(&resources.names(), ttl, &options).await {
             Ok(guard) => guard.run(f).await.map(Some),
             Err(Error::NotAcquired(why)) if why.reason() == Reason::Contended => Ok(None),
@@ -142,7 +142,7 @@ impl LockGuard {
     ///
     /// # async fn write(_token: Option<u64>) {}
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let fenced = LockOptions::new().fencing(true).wait(Duration::from_secs(30));
+    /// let fenced = LockOptions::new().fencing(true).wait(redquorum::Wait::For(Duration::from_secs(30)));
     /// redlock
     ///     .lock_with("ledger", Duration::from_secs(10), &fenced)
     ///     .await?

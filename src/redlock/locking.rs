@@ -24,7 +24,7 @@ impl Redlock {
     /// # async fn run(redlock: Redlock) -> redquorum::Result<()> {
     /// match redlock.try_lock("cron:cleanup", Duration::from_secs(60)).await {
     ///     Ok(guard) => guard.release().await?,
-    ///     Err(Error::NotAcquired(why)) if why.is_contended() => println!("someone else runs it"),
+    ///     Err(Error::NotAcquired(why)) if why.reason() == redquorum::Reason::Contended => println!("someone else runs it"),
     ///     Err(e) => return Err(e),
     /// }
     /// # Ok(()) }
@@ -48,7 +48,7 @@ impl Redlock {
     /// key the attempt may have set: nothing is left to block others until
     /// the TTL.
     pub async fn try_lock(&self, resources: impl Resources, ttl: Duration) -> Result<LockGuard> {
-        let options = LockOptions::new().no_wait();
+        let options = LockOptions::new().wait(crate::Wait::No);
         self.acquire(&resources.names(), ttl, &options).await
     }
 
@@ -99,7 +99,7 @@ impl Redlock {
     /// use redquorum::LockOptions;
     ///
     /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let options = LockOptions::new().wait(Duration::from_secs(30)).fencing(true);
+    /// let options = LockOptions::new().wait(redquorum::Wait::For(Duration::from_secs(30))).fencing(true);
     /// let guard = redlock.lock_with("invoices", Duration::from_secs(10), &options).await?;
     /// let token = guard.fencing_token();
     /// # let _ = token;

@@ -7,6 +7,7 @@ mod locking;
 mod quarantine;
 mod trust;
 mod vouch;
+pub use vouch::FenceCounters;
 
 use std::sync::Arc;
 

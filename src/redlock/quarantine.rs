@@ -35,7 +35,7 @@ impl Redlock {
     /// let config = Config::default().with_restart_guard(Duration::from_secs(60));
     /// let redlock = Redlock::with_config(["redis://a/", "redis://b/", "redis://c/"], config)?;
     /// for report in redlock.set_node_quarantine().await? {
-    ///     if !report.outcome().is_success() {
+    ///     if *report.outcome() != redquorum::NodeOutcome::Granted {
     ///         eprintln!("not set: {report}");
     ///     }
     /// }
@@ -70,7 +70,10 @@ impl Redlock {
             NodeReport::new(node.name(), outcome)
         });
         let reports = futures_util::future::join_all(sets).await;
-        let set = reports.iter().filter(|r| r.outcome().is_success()).count();
+        let set = reports
+            .iter()
+            .filter(|r| *r.outcome() == crate::NodeOutcome::Granted)
+            .count();
         tracing::warn!(
             set,
             nodes = reports.len(),

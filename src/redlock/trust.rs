@@ -33,7 +33,7 @@ impl Redlock {
     /// let redlock = Redlock::with_config(["redis://a/", "redis://b/", "redis://c/"], config)?;
     /// // A brand-new cluster: nothing can be locked yet, so skip the wait.
     /// for report in redlock.init_nodes().await {
-    ///     if !report.outcome().is_success() {
+    ///     if *report.outcome() != redquorum::NodeOutcome::Granted {
     ///         eprintln!("not marked, waits out its quarantine: {report}");
     ///     }
     /// }
@@ -57,7 +57,10 @@ impl Redlock {
             }
         });
         let reports = futures_util::future::join_all(marks).await;
-        let marked = reports.iter().filter(|r| r.outcome().is_success()).count();
+        let marked = reports
+            .iter()
+            .filter(|r| *r.outcome() == crate::NodeOutcome::Granted)
+            .count();
         tracing::info!(
             marked,
             nodes = reports.len(),

@@ -4,8 +4,26 @@
 use super::Redlock;
 use crate::error::{Error, NodeOutcome, NodeReport, Result};
 
+/// Which fence counters [`Redlock::vouch_fence_counters`] vouches for.
+///
+/// ```
+/// use redquorum::FenceCounters;
+///
+/// let two = FenceCounters::Of(&["ledger", "payouts"]);
+/// assert_ne!(two, FenceCounters::All);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceCounters<'a> {
+    /// The counters of these resources: at least one, no empty name.
+    Of(&'a [&'a str]),
+    /// Every counter on each node, including those of resources never
+    /// fenced (whose counters a restart may have lost as well).
+    All,
+}
+
 impl Redlock {
-    /// Vouches for the fence counters of `resources` on every node: each
+    /// Vouches for the fence counters of `counters` on every node: each
     /// node records them as known intact in its current trust period, as
     /// the write-back of a token does. Nothing else changes: no quarantine
     /// ends sooner, no lock or counter is written. Returns one report per
@@ -31,14 +49,14 @@ impl Redlock {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use redquorum::{Config, Redlock};
+    /// use redquorum::{Config, FenceCounters, Redlock};
     ///
     /// # async fn run() -> redquorum::Result<()> {
     /// let config = Config::default().with_restart_guard(Duration::from_secs(60)).with_fencing(true);
     /// let redlock = Redlock::with_config(["redis://a/", "redis://b/", "redis://c/"], config)?;
     /// // The nodes run appendfsync always and were restarted cleanly.
-    /// for report in redlock.vouch_fence_counters(&["ledger"]).await? {
-    ///     if !report.outcome().is_success() {
+    /// for report in redlock.vouch_fence_counters(FenceCounters::Of(&["ledger"])).await? {
+    ///     if *report.outcome() != redquorum::NodeOutcome::Granted {
     ///         eprintln!("not vouched: {report}");
     ///     }
     /// }
@@ -54,40 +72,21 @@ impl Redlock {
     ///
     /// Dropping the future may leave some nodes vouched for and others
     /// not; calling it again is harmless.
-    pub async fn vouch_fence_counters(&self, resources: &[&str]) -> Result<Vec<NodeReport>> {
+    pub async fn vouch_fence_counters(
+        &self,
+        counters: FenceCounters<'_>,
+    ) -> Result<Vec<NodeReport>> {
         self.require_guard("vouch_fence_counters")?;
+        let FenceCounters::Of(resources) = counters else {
+            return Ok(self.vouch(&[], &["(all)"]).await);
+        };
         crate::keys::check_resources(resources)?;
         let prefix = self.shared.config().key_prefix();
-        let counters: Vec<String> = crate::keys::unique_names(resources)
+        let keys: Vec<String> = crate::keys::unique_names(resources)
             .iter()
             .map(|r| crate::keys::counter_key(prefix, r))
             .collect();
-        Ok(self.vouch(&counters, resources).await)
-    }
-
-    /// [`vouch_fence_counters`](Self::vouch_fence_counters) for every
-    /// resource: each node records all its counters as known intact in its
-    /// current trust period, including those of resources never fenced
-    /// (whose counters a restart may have lost as well). The same
-    /// precondition: **only when these nodes' counters survived**.
-    ///
-    /// ```no_run
-    /// # async fn run(redlock: redquorum::Redlock) -> redquorum::Result<()> {
-    /// let reports = redlock.vouch_all_fence_counters().await?;
-    /// assert!(reports.iter().all(|r| r.outcome().is_success()));
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] with the restart guard off.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`vouch_fence_counters`](Self::vouch_fence_counters).
-    pub async fn vouch_all_fence_counters(&self) -> Result<Vec<NodeReport>> {
-        self.require_guard("vouch_all_fence_counters")?;
-        Ok(self.vouch(&[], &["(all)"]).await)
+        Ok(self.vouch(&keys, resources).await)
     }
 
     fn require_guard(&self, call: &str) -> Result<()> {
@@ -113,7 +112,10 @@ impl Redlock {
             NodeReport::new(node.name(), outcome)
         });
         let reports = futures_util::future::join_all(vouches).await;
-        let vouched = reports.iter().filter(|r| r.outcome().is_success()).count();
+        let vouched = reports
+            .iter()
+            .filter(|r| *r.outcome() == crate::NodeOutcome::Granted)
+            .count();
         tracing::warn!(
             vouched,
             nodes = reports.len(),

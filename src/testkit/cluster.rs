@@ -313,7 +313,7 @@ impl LocalCluster {
                 .await
                 .into_iter()
                 .enumerate()
-                .filter(|(_, r)| !r.outcome().is_success())
+                .filter(|(_, r)| *r.outcome() != crate::NodeOutcome::Granted)
                 .map(|(index, r)| crate::NodeProblem::Unreachable {
                     index,
                     node: r.node().to_owned(),

@@ -192,9 +192,13 @@ impl Run {
 /// A short name for why `lock()` failed.
 pub fn cause(e: &Error) -> String {
     match e {
-        Error::NotAcquired(a) if a.is_validity_exhausted() => "validity_exhausted".into(),
-        Error::NotAcquired(a) if a.is_unavailable() => "unavailable".into(),
-        Error::NotAcquired(a) if a.is_contended() => "contended".into(),
+        Error::NotAcquired(a) if a.reason() == redquorum::Reason::ValidityExhausted => {
+            "validity_exhausted".into()
+        }
+        Error::NotAcquired(a) if a.reason() == redquorum::Reason::Unavailable => {
+            "unavailable".into()
+        }
+        Error::NotAcquired(a) if a.reason() == redquorum::Reason::Contended => "contended".into(),
         Error::NotAcquired(_) => "no_quorum".into(),
         Error::ReleaseUnconfirmed(_) => "unconfirmed".into(),
         other => format!("other: {other}"),

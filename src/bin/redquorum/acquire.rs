@@ -21,11 +21,11 @@ pub fn options(args: &RunArgs) -> LockOptions {
         .fencing(args.fencing)
         .retry_delay(RETRY_DELAY)
         .retry_jitter(RETRY_JITTER);
-    match args.wait() {
-        Wait::Once => options.no_wait(),
-        Wait::For(deadline) => options.wait(deadline),
-        Wait::Forever => options.wait_forever(),
-    }
+    options.wait(match args.wait() {
+        Wait::Once => redquorum::Wait::No,
+        Wait::For(deadline) => redquorum::Wait::For(deadline),
+        Wait::Forever => redquorum::Wait::Forever,
+    })
 }
 
 /// `host:pid` and the command's name (`web-3:4242 export.sh`): what
@@ -101,9 +101,9 @@ pub enum Refusal {
 }
 
 pub fn refusal(why: &Attempts) -> Refusal {
-    if why.is_misconfigured() {
+    if why.reason() == redquorum::Reason::Misconfigured {
         Refusal::Misconfigured
-    } else if why.is_unavailable() || !why.is_contended() {
+    } else if why.reason() != redquorum::Reason::Contended {
         // Neither contended nor short of nodes: the nodes answered too
         // slowly for any validity to be left, an outage all the same.
         Refusal::Unavailable
@@ -174,16 +174,20 @@ mod tests {
             .retry_jitter(RETRY_JITTER);
         assert_eq!(
             options(&run_args(&["--wait", "forever"])),
-            base.clone().wait_forever()
+            base.clone().wait(redquorum::Wait::Forever)
         );
         assert_eq!(
             options(&run_args(&["--wait", "2m"])),
-            base.clone().wait(Duration::from_secs(120))
+            base.clone()
+                .wait(redquorum::Wait::For(Duration::from_secs(120)))
         );
-        assert_eq!(options(&run_args(&["--no-wait"])), base.clone().no_wait());
+        assert_eq!(
+            options(&run_args(&["--no-wait"])),
+            base.clone().wait(redquorum::Wait::No)
+        );
         assert_eq!(
             options(&run_args(&["--wait", "0", "--fencing"])),
-            base.fencing(true).no_wait()
+            base.fencing(true).wait(redquorum::Wait::No)
         );
     }
 

@@ -177,7 +177,7 @@ fn kind(problem: &NodeProblem) -> &'static str {
     }
 }
 
-fn node_json(c: &NodeCheck) -> Json {
+fn node_json(index: usize, c: &NodeCheck) -> Json {
     let problems = c
         .problems()
         .iter()
@@ -193,7 +193,7 @@ fn node_json(c: &NodeCheck) -> Json {
         .latency()
         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
     Json::Object(vec![
-        ("index", Json::count(c.index())),
+        ("index", Json::count(index)),
         ("node", Json::str(c.node())),
         ("state", Json::str(State::of(c).name())),
         ("reachable", Json::Bool(c.reachable())),
@@ -219,6 +219,15 @@ fn to_json(checks: &[NodeCheck], verdict: &Verdict) -> Json {
         ("ok", Json::count(verdict.ok)),
         ("misconfigured", Json::count(verdict.misconfigured)),
         ("unreachable", Json::count(verdict.unreachable)),
-        ("nodes", Json::Array(checks.iter().map(node_json).collect())),
+        (
+            "nodes",
+            Json::Array(
+                checks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| node_json(i, c))
+                    .collect(),
+            ),
+        ),
     ])
 }

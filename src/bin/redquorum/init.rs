@@ -24,7 +24,7 @@ pub async fn init(redlock: &Redlock, confirmed: bool) -> Exit {
     let mut misconfigured = 0;
     for report in &reports {
         let outcome = report.outcome();
-        if outcome.is_success() {
+        if *outcome == redquorum::NodeOutcome::Granted {
             marked += 1;
             println!("{}: marked trusted", report.node());
         } else {

@@ -60,11 +60,12 @@ pub async fn vouch(redlock: &Redlock, args: &VouchCountersArgs) -> Exit {
         );
     }
     let names: Vec<&str> = args.resource.iter().map(String::as_str).collect();
-    let reports = if args.all_resources {
-        redlock.vouch_all_fence_counters().await
+    let counters = if args.all_resources {
+        redquorum::FenceCounters::All
     } else {
-        redlock.vouch_fence_counters(&names).await
+        redquorum::FenceCounters::Of(&names)
     };
+    let reports = redlock.vouch_fence_counters(counters).await;
     let reports = match reports {
         Ok(reports) => reports,
         Err(e) => return Exit::error(EX_USAGE, e.to_string()),
@@ -79,7 +80,7 @@ fn tell(reports: &[NodeReport], done: &str, what: &str) -> Exit {
     let mut misconfigured = 0;
     for report in reports {
         let outcome = report.outcome();
-        if outcome.is_success() {
+        if *outcome == redquorum::NodeOutcome::Granted {
             ok += 1;
             println!("{}: {done}", report.node());
         } else {

@@ -119,7 +119,7 @@ async fn run_inner(redlock: &Redlock, args: &RunArgs) -> Result<Exit, Exit> {
                         group.signal(libc::SIGSTOP);
                     }
                     stop_self();
-                    if guard.is_expired() {
+                    if guard.remaining().is_zero() {
                         break End::LapsedWhileStopped;
                     }
                     if let Some(group) = group {

@@ -161,7 +161,7 @@ pub async fn status(redlock: &Redlock, resource: &str, json: bool) -> Exit {
     let summary = Summary::of(&seen, redlock.quorum());
     let key = redlock.lock_key(resource);
     if json {
-        println!("{}", to_json(&seen, &summary, &key).render());
+        println!("{}", to_json(resource, &seen, &summary, &key).render());
     } else {
         print_text(&seen, &summary, &key);
     }
@@ -272,7 +272,7 @@ fn node_json(view: &NodeView) -> Json {
     Json::Object(fields)
 }
 
-fn to_json(seen: &Inspection, summary: &Summary, key: &str) -> Json {
+fn to_json(resource: &str, seen: &Inspection, summary: &Summary, key: &str) -> Json {
     let (status, code) = summary.status();
     let holder = summary.holder.map_or(Json::Null, |(hold, count)| {
         let kind = if matches!(hold, NodeHold::Reentrant { .. }) {
@@ -287,7 +287,7 @@ fn to_json(seen: &Inspection, summary: &Summary, key: &str) -> Json {
     });
     Json::Object(vec![
         ("schema", Json::Int(SCHEMA)),
-        ("resource", Json::str(seen.resource())),
+        ("resource", Json::str(resource)),
         ("key", Json::str(key)),
         ("status", Json::str(status)),
         ("exit_code", Json::Int(u64::try_from(code).unwrap_or(0))),

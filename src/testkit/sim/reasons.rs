@@ -1,6 +1,5 @@
 //! The reason a failed round gives, checked against what the docs say of
-//! it: exactly one of the four `is_*` predicates holds and it is the
-//! reason's, the reason's label is its documented one, and the node answers
+//! it: the reason's label is its documented one, and the node answers
 //! bear it out; a round is lost only once no quorum can grant; a release
 //! or an extension is "not confirmed" only while refusals leave a quorum
 //! possible (otherwise the lock is gone: expired).
@@ -18,22 +17,6 @@ const LABELS: [(Reason, &str); 4] = [
 /// What is wrong with `attempts`' reason, if anything.
 pub(crate) fn misclassified(attempts: &Attempts) -> Option<String> {
     let reason = attempts.reason();
-    let predicates = [
-        attempts.is_misconfigured(),
-        attempts.is_unavailable(),
-        attempts.is_validity_exhausted(),
-        attempts.is_contended(),
-    ];
-    let holding: Vec<Reason> = LABELS
-        .iter()
-        .zip(predicates)
-        .filter_map(|((r, _), on)| on.then_some(*r))
-        .collect();
-    if holding != [reason] {
-        return Some(format!(
-            "reason {reason:?}, but the predicates that hold are {holding:?}"
-        ));
-    }
     let label = LABELS.iter().find(|(r, _)| *r == reason).map(|(_, l)| *l);
     if label != Some(reason.as_str()) {
         return Some(format!(

@@ -324,7 +324,10 @@ async fn final_phase(
                 // The operator's word for counters after restarts: these
                 // resources were never fenced, so theirs are intact.
                 let names: Vec<&str> = resources.iter().map(String::as_str).collect();
-                let _ = client.redlock.vouch_fence_counters(&names).await;
+                let _ = client
+                    .redlock
+                    .vouch_fence_counters(crate::FenceCounters::Of(&names))
+                    .await;
             }
             for resource in resources {
                 let ttl = client.plan.max_ttl.min(Duration::from_secs(1));

@@ -37,7 +37,7 @@ pub fn draw_clients(rng: &mut Rng, clients: usize, guarded: bool, mixed: bool) -
             let mut max_ttl = Duration::from_millis(rng.between(200, 2_000));
             let mut config = Config::default()
                 .with_node_timeout(node_timeout)
-                .with_drift_factor(0.01 + rng.unit() * 0.04)
+                .with_drift(0.01 + rng.unit() * 0.04, crate::DEFAULT_DRIFT_PADDING)
                 .with_retries(u32::try_from(rng.below(6)).unwrap_or(0))
                 .with_retry_delay(Duration::from_millis(rng.between(5, 200)))
                 .with_retry_jitter(Duration::from_millis(rng.between(0, 50)))
@@ -140,9 +140,13 @@ impl Client {
             3 => {
                 let choice = rng.below(4);
                 let options = match choice {
-                    0 => LockOptions::new().no_wait(),
-                    1 => LockOptions::new().wait(Duration::from_millis(rng.between(10, 1_000))),
-                    2 => LockOptions::new().retries(u32::try_from(rng.below(4)).unwrap_or(0)),
+                    0 => LockOptions::new().wait(crate::Wait::No),
+                    1 => LockOptions::new().wait(crate::Wait::For(Duration::from_millis(
+                        rng.between(10, 1_000),
+                    ))),
+                    2 => LockOptions::new().wait(crate::Wait::Retries(
+                        u32::try_from(rng.below(4)).unwrap_or(0),
+                    )),
                     _ => LockOptions::new().fencing(true),
                 };
                 let got = self.redlock.lock_with(resource, ttl, &options).await;
@@ -527,8 +531,8 @@ pub(crate) fn describe(e: &Error) -> String {
             attempts.refused(),
             attempts.unavailable(),
             attempts.misconfigured(),
-            attempts.is_contended(),
-            attempts.is_unavailable(),
+            attempts.reason() == crate::Reason::Contended,
+            attempts.reason() == crate::Reason::Unavailable,
             attempts
                 .nodes()
                 .iter()
