@@ -2,8 +2,6 @@
 //! and the watchdog: compare-and-pexpire on every node, then (when asked
 //! for) re-seeding the nodes that lost the key.
 
-use std::sync::{Arc, Mutex};
-
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -14,6 +12,11 @@ use crate::node::request::Request;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
 use crate::ttl::Ttl;
+
+/// One node's extension reply, read.
+fn found_in(reply: i64) -> crate::node::NodeResult<Found> {
+    Ok(Found::from_reply(reply))
+}
 
 impl Held {
     /// One extension round to `ttl` from now. Rounds of one lock run one at
@@ -86,7 +89,6 @@ impl Held {
         // holds) is only ever extended.
         let reseed =
             shared.config.reseed_restarted_nodes() && !crate::value::is_hold_id(&self.value);
-        let missing: Arc<Mutex<Vec<usize>>> = Arc::default();
         let start = Instant::now();
         let new_deadline = ttl.deadline(start);
         // While the round is in flight some nodes may already have the new
@@ -97,31 +99,19 @@ impl Held {
             lower
         });
         let guard = shared.restart_guard();
-        let request = Arc::new(if reseed {
+        let request = if reseed {
             Request::extend_or_missing(&self.keys, &self.value, &ttl.millis, guard)
         } else {
             Request::extend(&self.keys, &self.value, &ttl.millis, guard)
-        });
-        let mut round = shared
-            .fan_out("extend", Leftover::Finish, shared.chain(last), |node| {
-                let index = shared.nodes.iter().position(|n| Arc::ptr_eq(n, node));
-                let (node, request) = (Arc::clone(node), Arc::clone(&request));
-                let missing = Arc::clone(&missing);
-                async move {
-                    if !reseed {
-                        return node.vote(&request).await;
-                    }
-                    let found = Found::from_reply(node.send(&request).await?);
-                    if let (Found::Missing, Some(index)) = (found, index) {
-                        missing
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push(index);
-                    }
-                    Ok(found == Found::Extended)
-                }
-            })
-            .await;
+        };
+        // Both replies are integers: 1 extended, -1 missing (asked for
+        // only when re-seeding), else foreign.
+        let read = (
+            found_in as fn(i64) -> _,
+            Found::is_extended as fn(&_) -> bool,
+        );
+        let chained = (Leftover::Finish, shared.chain(last));
+        let (mut round, found) = shared.value_round("extend", chained, request, read).await;
         spans::votes(round.granted(), round.refused());
         *last = std::mem::take(&mut round.gates);
         let validity = ttl.validity(start.elapsed());
@@ -129,11 +119,10 @@ impl Held {
             self.status.send_modify(|s| s.deadline = new_deadline);
             tracing::debug!(remaining = ?self.remaining(), "lock extended");
             if reseed {
-                let missing = std::mem::take(
-                    &mut *missing
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner),
-                );
+                let missing: Vec<usize> = (found.iter().enumerate())
+                    .filter(|(_, found)| **found == Some(Found::Missing))
+                    .map(|(index, _)| index)
+                    .collect();
                 self.reseed(shared, ttl, &missing).await;
             }
             return Ok(());

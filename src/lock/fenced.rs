@@ -27,7 +27,7 @@ use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
 use crate::node::commands::counters_known;
 use crate::node::request::Request;
-use crate::quorum::{self, Decision, Gates, Leftover};
+use crate::quorum::{Decision, Gates, Leftover};
 use crate::ttl::Ttl;
 use crate::value;
 
@@ -71,24 +71,13 @@ pub(crate) async fn attempt(
     let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
-    let request = Arc::new(Request::fenced_acquire(
-        &all_keys,
-        &value,
-        &ttl.millis,
-        shared.restart_guard(),
-    ));
-    let (mut round, answers) = quorum::fan_out_values(
-        "acquire",
-        &shared.nodes,
-        shared.quorum,
-        (Leftover::Finish, shared.chain(after)),
-        |node| {
-            let (node, request) = (Arc::clone(node), Arc::clone(&request));
-            async move { counters_known(node.send(&request).await?) }
-        },
-        Option::is_some,
-    )
-    .await;
+    let request = Request::fenced_acquire(&all_keys, &value, &ttl.millis, shared.restart_guard());
+    let chained = (Leftover::Finish, shared.chain(after));
+    let read = (
+        counters_known as fn(_) -> _,
+        Option::is_some as fn(&_) -> bool,
+    );
+    let (mut round, answers) = shared.value_round("acquire", chained, request, read).await;
     crate::spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);
     let mut reports = round.reports(&shared.nodes);

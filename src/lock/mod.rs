@@ -12,6 +12,8 @@ mod pending;
 pub(crate) mod release;
 
 use std::sync::Arc;
+
+use redis::FromRedisValue;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::background::Background;
@@ -45,6 +47,10 @@ pub(crate) struct Shared {
     /// follow them.
     pending: Pending,
 }
+
+/// How a value round reads one node's reply (`R`) into a value (`T`), and
+/// which values are a grant.
+pub(crate) type Reading<R, T> = (fn(R) -> NodeResult<T>, fn(&T) -> bool);
 
 impl Shared {
     /// The state of a new [`Redlock`](crate::Redlock): its `nodes`, each
@@ -89,21 +95,28 @@ impl Shared {
         &self.background
     }
 
-    /// One round of `call` on every node, decided by this lock's quorum.
-    /// Each node's call is sent once that node's call in `chain.after` is
-    /// over.
-    pub(crate) async fn fan_out<F, Fut>(
+    /// One round of `request` on every node whose replies are values:
+    /// `read` turns each reply into one, `granted` says which values are a
+    /// grant. Returns the round and, per node, the value it answered before
+    /// the decision. Chained as `chain` says.
+    pub(crate) async fn value_round<R, T>(
         &self,
         op: &'static str,
-        leftover: Leftover,
-        chain: Chain<'_>,
-        call: F,
-    ) -> Round
+        (leftover, chain): (Leftover, Chain<'_>),
+        request: Request,
+        (read, granted): Reading<R, T>,
+    ) -> (Round, Vec<Option<T>>)
     where
-        F: FnMut(&Arc<Node>) -> Fut,
-        Fut: Future<Output = NodeResult<bool>> + Send + 'static,
+        R: FromRedisValue + Send + 'static,
+        T: Send + 'static,
     {
-        quorum::fan_out(op, &self.nodes, self.quorum, leftover, chain, call).await
+        let request = Arc::new(request);
+        let call = |node: &Arc<Node>| {
+            let (node, request) = (Arc::clone(node), Arc::clone(&request));
+            async move { read(node.send::<R>(&request).await?) }
+        };
+        let chained = (leftover, chain);
+        quorum::fan_out(op, &self.nodes, self.quorum, chained, call, granted).await
     }
 
     /// A round chained after `after` whose leftovers run in the background
@@ -147,11 +160,15 @@ impl Shared {
         request: Request,
     ) -> Round {
         let request = Arc::new(request);
-        self.fan_out(op, leftover, chain, |node| {
+        let call = |node: &Arc<Node>| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
             async move { node.vote(&request).await }
-        })
-        .await
+        };
+        let chained = (leftover, chain);
+        let granted: fn(&bool) -> bool = |granted| *granted;
+        quorum::fan_out(op, &self.nodes, self.quorum, chained, call, granted)
+            .await
+            .0
     }
 
     /// When `needed` (some deletes about to be sent must first wait for

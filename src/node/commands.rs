@@ -36,6 +36,11 @@ impl Found {
             _ => Found::Foreign,
         }
     }
+
+    /// Whether the node's keys got the new TTL: the extension's grant.
+    pub(crate) fn is_extended(&self) -> bool {
+        *self == Found::Extended
+    }
 }
 
 impl Request {

@@ -155,35 +155,11 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
 }
 
 /// Sends `call` to every node at once and returns as soon as the outcome is
-/// certain (a quorum granted, or a quorum became impossible).
-///
-/// # Cancel safety
-///
-/// Dropping the returned future drops the calls in flight: a command
-/// already written still runs on its node (and before any later command on
-/// the same connection), one not yet written never will.
-pub(crate) async fn fan_out<F, Fut>(
-    op: &'static str,
-    nodes: &Arc<[Arc<Node>]>,
-    quorum: usize,
-    leftover: Leftover,
-    chain: Chain<'_>,
-    call: F,
-) -> Round
-where
-    F: FnMut(&Arc<Node>) -> Fut,
-    Fut: Future<Output = NodeResult<bool>> + Send + 'static,
-{
-    fan_out_values(op, nodes, quorum, (leftover, chain), call, |granted| {
-        *granted
-    })
-    .await
-    .0
-}
-
-/// [`fan_out`] for calls that answer with a value: `granted` says which
+/// certain (a quorum granted, or a quorum became impossible): the one way
+/// into a round. Each call answers with a value; `granted` says which
 /// values count as a grant. Returns the round and, per node, the value it
-/// answered before the decision (`None` for no answer, a timeout or an error).
+/// answered before the decision (`None` for no answer, a timeout or an
+/// error).
 ///
 /// The round is decided by one deadline: the node timeout from its start.
 /// A node that has not answered by then, still busy with its call of the
@@ -195,8 +171,10 @@ where
 ///
 /// # Cancel safety
 ///
-/// As [`fan_out`].
-pub(crate) async fn fan_out_values<T, F, Fut>(
+/// Dropping the returned future drops the calls in flight: a command
+/// already written still runs on its node (and before any later command on
+/// the same connection), one not yet written never will.
+pub(crate) async fn fan_out<T, F, Fut>(
     op: &'static str,
     nodes: &Arc<[Arc<Node>]>,
     quorum: usize,

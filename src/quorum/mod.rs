@@ -11,7 +11,7 @@ use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
 use crate::node::Node;
 
-pub(crate) use fan_out::{fan_out, fan_out_values};
+pub(crate) use fan_out::fan_out;
 pub(crate) use gates::{Gates, WeakGates};
 
 /// Where a round fits among the rounds of one lock.
