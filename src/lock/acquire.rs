@@ -11,6 +11,7 @@ use tracing::Instrument;
 use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared, fenced};
 use crate::error::{Attempts, Error, Result};
+use crate::node::kind::Kind;
 use crate::node::request::Request;
 use crate::notifications::Interest;
 use crate::options::Plan;
@@ -38,6 +39,7 @@ pub(crate) async fn acquire(
         value::check_owner(owner)?;
     }
     let ttl = Ttl::new(ttl, &shared.config)?;
+    let kind = Kind::chosen(owner, plan.fencing);
     let names = keys::unique_names(resources);
     let keys: Arc<[String]> = names.iter().map(|r| shared.lock_key(r)).collect();
     let resources: Arc<[String]> = names.into();
@@ -65,9 +67,9 @@ pub(crate) async fn acquire(
         let locks = (&resources, &keys);
         let after = shared.follow(&keys, &cleaned);
         let outcome = async {
-            match owner {
-                None if plan.fencing => fenced::attempt(shared, locks, &ttl, mark, &after).await,
-                owner => attempt(shared, locks, &ttl, (owner, mark), &after).await,
+            match kind {
+                Kind::Fenced => fenced::attempt(shared, locks, &ttl, mark, &after).await,
+                kind => attempt(shared, locks, &ttl, (kind, owner, mark), &after).await,
             }
         }
         .instrument(span.clone())
@@ -132,7 +134,7 @@ pub(crate) async fn acquire(
     }
 }
 
-/// One attempt with a fresh value; on failure everything is released (in
+/// One attempt of a plain or reentrant lock with a fresh value; on failure everything is released (in
 /// the background). With `mark`, a failed attempt marks the locks it lost
 /// as awaited. Each node's call follows that node's gate in `after` (the
 /// deletes of this lock not yet sent there: [`Shared::follow`]).
@@ -140,21 +142,14 @@ async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
-    (owner, mark): (Option<&str>, bool),
+    (kind, owner, mark): (Kind, Option<&str>, bool),
     after: &Gates,
 ) -> std::result::Result<Held, Failure> {
-    let value: Arc<str> = match owner {
-        Some(_) => value::hold_id().into(),
-        None => value::fresh_labelled(shared.config.holder_label()).into(),
-    };
+    let value: Arc<str> = kind.fresh_value(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
-    let request = match owner {
-        Some(owner) => {
-            Request::acquire_reentrant(keys, (owner, &value), &ttl.millis, shared.restart_guard())
-        }
-        None => Request::acquire(keys, &value, &ttl.millis, shared.restart_guard()),
-    };
+    let guard = shared.restart_guard();
+    let request = Request::acquire(kind, keys, (owner, &value), &ttl.millis, guard);
     let after = (Leftover::Finish, shared.chain(after));
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());

@@ -8,6 +8,7 @@ use tracing::Instrument;
 use super::{Held, Shared};
 use crate::error::{Attempts, Error, Result};
 use crate::node::commands::Found;
+use crate::node::kind::Kind;
 use crate::node::request::Request;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
@@ -85,10 +86,8 @@ impl Held {
         if self.remaining().is_zero() {
             return Err(Error::Expired);
         }
-        // Re-seeding recreates plain keys; a reentrant hold (a hash of
-        // holds) is only ever extended.
         let reseed =
-            shared.config.reseed_restarted_nodes() && !crate::value::is_hold_id(&self.value);
+            shared.config.reseed_restarted_nodes() && Kind::of_value(&self.value).scripts().reseeds;
         let start = Instant::now();
         let new_deadline = ttl.deadline(start);
         // While the round is in flight some nodes may already have the new

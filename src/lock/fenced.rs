@@ -26,10 +26,10 @@ use super::release::ReleaseOnDrop;
 use super::{Failure, Held, Shared};
 use crate::keys::counter_key;
 use crate::node::commands::counters_known;
+use crate::node::kind::Kind;
 use crate::node::request::Request;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::ttl::Ttl;
-use crate::value;
 
 /// The token of each of `resources` resources: one more than the largest
 /// counter any granting node returned. `None` if a node returned something
@@ -68,10 +68,13 @@ pub(crate) async fn attempt(
         .cloned()
         .chain(resources.iter().map(|r| counter_key(prefix, r)))
         .collect();
-    let value: Arc<str> = value::fresh_labelled(shared.config.holder_label()).into();
+    let value: Arc<str> = Kind::Fenced
+        .fresh_value(shared.config.holder_label())
+        .into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
-    let request = Request::fenced_acquire(&all_keys, &value, &ttl.millis, shared.restart_guard());
+    let guard = shared.restart_guard();
+    let request = Request::acquire(Kind::Fenced, &all_keys, (None, &value), &ttl.millis, guard);
     let chained = (Leftover::Finish, shared.chain(after));
     let read = (
         counters_known as fn(_) -> _,

@@ -1,20 +1,14 @@
-//! Every lock command, as a [`Request`] built once per round: plain,
-//! multi-resource, fenced and reentrant acquisition, release, extension
-//! and re-seeding. Each runs one command or script (see
+//! Every lock command, as a [`Request`] built once per round: acquisition
+//! (of each [`Kind`]), release, extension, re-seeding and the fenced
+//! write-back. Each runs one command or script (see
 //! [`scripts`](super::scripts)); the [`Grant`] it carries says which reply
 //! is a vote for it.
 
-use super::reentrant::{REENTRANT_ACQUIRE, extend_script, release_script};
+use super::kind::Kind;
 use super::request::{Grant, Request, command};
-use super::restart_guard::{
-    self, GUARDED_ACQUIRE_ALL, GUARDED_FENCE_WRITE_BACK, GUARDED_FENCED_ACQUIRE,
-    GUARDED_REENTRANT_ACQUIRE, RestartGuard,
-};
-use super::scripts::{
-    ACQUIRE_ALL, EXTEND_OR_MISSING, FENCE_WRITE_BACK, FENCED_ACQUIRE, RELEASE, RESEED,
-};
+use super::restart_guard::{GUARDED_EXTEND_OR_MISSING, GUARDED_FENCE_WRITE_BACK, RestartGuard};
+use super::scripts::{EXTEND_OR_MISSING, FENCE_WRITE_BACK, RESEED};
 use super::{NodeError, NodeResult};
-use crate::value::is_hold_id;
 
 /// What the compare-and-pexpire found on one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,23 +38,29 @@ impl Found {
 }
 
 impl Request {
-    /// `SET key value NX PX ttl` on one key, or the all-or-nothing script on
-    /// several; with the restart `guard` on, always the guarded script.
-    /// Granted when the lock is now ours on the node.
+    /// Takes the lock of `kind` for `value` (and the kind's `owner`, if it
+    /// has one): its acquire script, or behind the restart `guard` its
+    /// guarded one; a plain lock on one key without the guard is a plain
+    /// `SET key value NX PX ttl`. Granted when the lock is now ours on the
+    /// node (a fenced acquisition answers the counters: read them with
+    /// [`counters_known`]).
     pub(crate) fn acquire(
+        kind: Kind,
         keys: &[String],
-        value: &str,
+        (owner, value): (Option<&str>, &str),
         ttl_ms: &str,
         guard: Option<&RestartGuard>,
     ) -> Self {
-        if guard.is_none()
+        if kind == Kind::Plain
+            && guard.is_none()
             && let [key] = keys
         {
             let args = [key.as_str(), value, "NX", "PX", ttl_ms];
             return Request::command(command("SET", args.into_iter()), Grant::NotNil);
         }
-        let scripts = (&*ACQUIRE_ALL, &*GUARDED_ACQUIRE_ALL);
-        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
+        let scripts = kind.scripts();
+        let args: Vec<&str> = owner.into_iter().chain([value, ttl_ms]).collect();
+        Request::vote_script(scripts.acquire(), guard, keys, &args, scripts.grant)
     }
 
     /// Compare-and-delete that announces the release if someone waits (a
@@ -88,9 +88,11 @@ impl Request {
     /// a clean-up. Reentrant holds take no such argument.
     fn delete(keys: &[String], value: &str, cleanup: Option<&str>) -> Self {
         let all = Grant::Int(i64::try_from(keys.len()).unwrap_or(i64::MAX));
-        match cleanup.filter(|_| !is_hold_id(value)) {
-            Some(cleanup) => Request::script(&RELEASE, keys, &[value, cleanup], all),
-            None => Request::script(release_script(value), keys, &[value], all),
+        let scripts = Kind::of_value(value).scripts();
+        let release = scripts.release.script;
+        match cleanup.filter(|_| scripts.announces) {
+            Some(cleanup) => Request::script(release, keys, &[value, cleanup], all),
+            None => Request::script(release, keys, &[value], all),
         }
     }
 
@@ -103,10 +105,7 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&RestartGuard>,
     ) -> Self {
-        let scripts = (
-            extend_script(value),
-            restart_guard::extend_script(value, false),
-        );
+        let scripts = Kind::of_value(value).scripts().extend();
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
@@ -119,10 +118,7 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&RestartGuard>,
     ) -> Self {
-        let scripts = (
-            &*EXTEND_OR_MISSING,
-            restart_guard::extend_script(value, true),
-        );
+        let scripts = (&*EXTEND_OR_MISSING, &*GUARDED_EXTEND_OR_MISSING);
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 
@@ -130,30 +126,6 @@ impl Request {
     /// refused when another owner holds one of them (nothing written then).
     pub(crate) fn reseed(keys: &[String], value: &str, ttl_ms: &str) -> Self {
         Request::script(&RESEED, keys, &[value, ttl_ms], Grant::Int(1))
-    }
-
-    /// Granted when `owner` now has the hold `hold_id` on the key.
-    pub(crate) fn acquire_reentrant(
-        keys: &[String],
-        (owner, hold_id): (&str, &str),
-        ttl_ms: &str,
-        guard: Option<&RestartGuard>,
-    ) -> Self {
-        let scripts = (&*REENTRANT_ACQUIRE, &*GUARDED_REENTRANT_ACQUIRE);
-        let args = [owner, hold_id, ttl_ms];
-        Request::vote_script(scripts, guard, keys, &args, Grant::Int(1))
-    }
-
-    /// Fencing phase 1: answers `Some(counters)` when the keys are now ours
-    /// (read them with [`counters_known`]).
-    pub(crate) fn fenced_acquire(
-        keys: &[String],
-        value: &str,
-        ttl_ms: &str,
-        guard: Option<&RestartGuard>,
-    ) -> Self {
-        let scripts = (&*FENCED_ACQUIRE, &*GUARDED_FENCED_ACQUIRE);
-        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::NotNil)
     }
 
     /// Fencing phase 2: granted when the counters were raised under our

@@ -7,6 +7,7 @@ pub(crate) mod acl;
 mod acl_docs;
 mod call;
 pub(crate) mod commands;
+pub(crate) mod kind;
 pub(crate) mod link;
 #[cfg(test)]
 mod lua_portable;

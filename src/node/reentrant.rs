@@ -14,8 +14,9 @@
 //! bits), so that releasing a hold, or cleaning up after an attempt that did
 //! not reach a quorum, removes exactly that hold and never another one of
 //! the same owner: a node that never saw the hold is left alone. The hold
-//! id starts with [`HOLD_ID_MARK`], which no plain value does; the node
-//! layer picks the reentrant release and extend scripts by it, so every
+//! id starts with [`HOLD_ID_MARK`], which no plain value does; the lock's
+//! kind (`node::kind`) is read from it, and with it the reentrant release
+//! and extend scripts, so every
 //! path that releases or extends a lock (guard, drop, cancelled attempt,
 //! background extension) treats a reentrant hold correctly.
 //!
@@ -25,12 +26,11 @@
 //! (were the outer holder to die, the lock frees at the outer expiry).
 //!
 //! The scripts of plain locks are in [`scripts`](super::scripts);
-//! [`release_script`] and [`extend_script`] pick between the two kinds.
+//! the lock kinds (`node::kind`) pick between them.
 
 use std::sync::LazyLock;
 
 use super::script::{Lua, lua};
-use super::scripts::{EXTEND, RELEASE};
 #[cfg(doc)]
 use crate::value::HOLD_ID_MARK;
 
@@ -145,36 +145,3 @@ for i = 1, #KEYS do
 end
 return 1
 ";
-
-/// The compare-and-delete script for `value`: the reentrant one for a hold id.
-pub(crate) fn release_script(value: &str) -> &'static Lua {
-    if crate::value::is_hold_id(value) {
-        &REENTRANT_RELEASE
-    } else {
-        &RELEASE
-    }
-}
-
-/// The compare-and-pexpire script for `value`: the reentrant one for a hold id.
-pub(crate) fn extend_script(value: &str) -> &'static Lua {
-    if crate::value::is_hold_id(value) {
-        &REENTRANT_EXTEND
-    } else {
-        &EXTEND
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hold_ids_get_the_reentrant_scripts_and_plain_values_the_plain_ones() {
-        let id = crate::value::hold_id();
-        assert!(std::ptr::eq(release_script(&id), &*REENTRANT_RELEASE));
-        assert!(std::ptr::eq(extend_script(&id), &*REENTRANT_EXTEND));
-        let plain = crate::value::fresh();
-        assert!(std::ptr::eq(release_script(&plain), &*RELEASE));
-        assert!(std::ptr::eq(extend_script(&plain), &*EXTEND));
-    }
-}

@@ -122,19 +122,6 @@ pub(crate) fn refusal(error: NodeError) -> NodeError {
     }
 }
 
-/// The compare-and-pexpire script that announces the quarantine, for
-/// `value` (the reentrant one for a hold id); `reseed`: the one that tells
-/// a missing key from a foreign one.
-pub(crate) fn extend_script(value: &str, reseed: bool) -> &'static Lua {
-    if crate::value::is_hold_id(value) {
-        &GUARDED_REENTRANT_EXTEND
-    } else if reseed {
-        &GUARDED_EXTEND_OR_MISSING
-    } else {
-        &GUARDED_EXTEND
-    }
-}
-
 impl Node {
     /// The guard's state, read without writing.
     pub(crate) async fn trust_status(&self, guard: &RestartGuard) -> NodeResult<TrustStatus> {

@@ -1,8 +1,10 @@
 //! [`Lua`]: one of the library's scripts, with its source and the commands
-//! it calls (what the ACL must allow, and what names a refusal). Every
-//! script is listed in the script registry (`node::registry`).
+//! it calls (what the ACL must allow, and what names a refusal), and
+//! [`Registered`]: a script with its name and TTL argument, as the script
+//! registry (`node::registry`) lists every one.
 
 use std::ops::Deref;
+use std::sync::LazyLock;
 
 use redis::Script;
 
@@ -42,6 +44,33 @@ impl Lua {
             .and_then(|i| self.source.lines().nth(i))
             .unwrap_or_default();
         called_commands(text)
+    }
+}
+
+/// A script as the registry lists it.
+#[derive(Clone, Copy)]
+pub(crate) struct Registered {
+    /// Its name: the static's, in lower case (read by the simulation and
+    /// the portability check, not by the fault proxy).
+    #[cfg_attr(not(any(test, feature = "sim")), allow(dead_code))]
+    pub(crate) name: &'static str,
+    /// The script.
+    pub(crate) script: &'static LazyLock<Lua>,
+    /// Which `ARGV` (from 0) is a TTL in milliseconds, if it sets one.
+    pub(crate) ttl_argv: Option<usize>,
+}
+
+/// The [`Registered`] `script` named `name`, whose `ARGV[ttl_argv]` (from
+/// 0) is a TTL in milliseconds if it sets one.
+pub(crate) const fn entry(
+    name: &'static str,
+    script: &'static LazyLock<Lua>,
+    ttl_argv: Option<usize>,
+) -> Registered {
+    Registered {
+        name,
+        script,
+        ttl_argv,
     }
 }
 

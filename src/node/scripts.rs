@@ -1,5 +1,5 @@
-//! Every Lua script run on a node, with its KEYS/ARGV contract, and which
-//! one fits a lock value ([`release_script`], [`extend_script`]).
+//! The plain lock's Lua scripts and the others run on a node, each with its
+//! KEYS/ARGV contract (which kind runs which: `node::kind`).
 //!
 //! Every script compares the stored value with ours before touching a key,
 //! so no script ever changes a lock that belongs to someone else. Reads use
