@@ -96,6 +96,7 @@ static REENTRANT: Scripts = Scripts {
 
 impl Kind {
     /// Every kind.
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) const ALL: [Kind; 3] = [Kind::Plain, Kind::Fenced, Kind::Reentrant];
 
     /// The kind an acquisition asked for: reentrant with an owner, else
@@ -150,6 +151,7 @@ impl Scripts {
     }
 
     /// Every script of this kind, as the registry lists them.
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn all(&'static self) -> [&'static Registered; 5] {
         [
             &self.acquire,

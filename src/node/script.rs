@@ -57,6 +57,7 @@ pub(crate) struct Registered {
     /// The script.
     pub(crate) script: &'static LazyLock<Lua>,
     /// Which `ARGV` (from 0) is a TTL in milliseconds, if it sets one.
+    #[cfg_attr(not(any(test, feature = "testkit")), allow(dead_code))]
     pub(crate) ttl_argv: Option<usize>,
 }
 
