@@ -134,9 +134,9 @@ pub(crate) async fn acquire(
     }
 }
 
-/// One attempt of a plain or reentrant lock with a fresh value; on failure everything is released (in
-/// the background). With `mark`, a failed attempt marks the locks it lost
-/// as awaited. Each node's call follows that node's gate in `after` (the
+/// One attempt of a plain or reentrant lock with a fresh value; on
+/// failure everything is released (in the background). With `mark`, a
+/// failed attempt marks the locks it lost as awaited. Each node's call follows that node's gate in `after` (the
 /// deletes of this lock not yet sent there: [`Shared::follow`]).
 async fn attempt(
     shared: &Arc<Shared>,

@@ -12,9 +12,9 @@ mod pending;
 pub(crate) mod release;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis::FromRedisValue;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::background::Background;
 use crate::config::Config;

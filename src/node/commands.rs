@@ -58,9 +58,13 @@ impl Request {
             let args = [key.as_str(), value, "NX", "PX", ttl_ms];
             return Request::command(command("SET", args.into_iter()), Grant::NotNil);
         }
-        let scripts = kind.scripts();
-        let args: Vec<&str> = owner.into_iter().chain([value, ttl_ms]).collect();
-        Request::vote_script(scripts.acquire(), guard, keys, &args, scripts.grant)
+        let (scripts, grant) = (kind.scripts().acquire(), kind.scripts().grant);
+        match owner {
+            Some(owner) => {
+                Request::vote_script(scripts, guard, keys, &[owner, value, ttl_ms], grant)
+            }
+            None => Request::vote_script(scripts, guard, keys, &[value, ttl_ms], grant),
+        }
     }
 
     /// Compare-and-delete that announces the release if someone waits (a

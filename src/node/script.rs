@@ -50,9 +50,9 @@ impl Lua {
 /// A script as the registry lists it.
 #[derive(Clone, Copy)]
 pub(crate) struct Registered {
-    /// Its name: the static's, in lower case (read by the simulation and
-    /// the portability check, not by the fault proxy).
-    #[cfg_attr(not(any(test, feature = "sim")), allow(dead_code))]
+    /// Its name: the static's, in lower case (read by the registry, the
+    /// simulation and the portability check, not by the fault proxy).
+    #[cfg_attr(not(any(test, feature = "testkit")), allow(dead_code))]
     pub(crate) name: &'static str,
     /// The script.
     pub(crate) script: &'static LazyLock<Lua>,
