@@ -106,6 +106,10 @@ async fn schedule(plan: &Plan) -> Report {
     let guarded = plan.control != Some(Control::UnguardedEmptyRestart) && draw.chance(0.5);
     let mixed = guarded && draw.chance(0.3);
     let plans = draw_clients(&mut draw, clients, guarded, mixed);
+    // A well-configured guarded fleet is mostly brand new: its operator
+    // marks the nodes trusted (`init_nodes`) instead of waiting a
+    // quarantine out. The others start with every node in quarantine.
+    let trusted_start = guarded && !mixed && draw.chance(0.7);
     let max_rate = plans
         .iter()
         .map(|p| 1.0 + p.config.drift_factor() * 0.8)
@@ -151,6 +155,7 @@ async fn schedule(plan: &Plan) -> Report {
             quarantine,
             world: world.clone(),
             guarded,
+            misconfigured: std::sync::atomic::AtomicBool::new(false),
         }));
     }
     let tasks_before = tokio::runtime::Handle::current()
@@ -165,6 +170,11 @@ async fn schedule(plan: &Plan) -> Report {
             guarded,
         },
     ));
+    if let (true, Some(operator)) = (trusted_start, built.first()) {
+        // Under the faults already in force: a node it cannot reach keeps
+        // its quarantine.
+        let _ = operator.redlock.init_nodes().await;
+    }
     let mut tasks = Vec::new();
     for client in &built {
         let client = client.clone();

@@ -2,6 +2,7 @@
 //! a loop of lock operations (every kind of call the library offers),
 //! recording every hold and every result for the checkers.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,13 +25,42 @@ pub struct ClientPlan {
 }
 
 /// Draws the clients' configs. `guarded`: every client runs the restart
-/// guard (with `mixed` max_ttl values among them when asked).
+/// guard. Unless `mixed`, the clients are one well-configured fleet: they
+/// share the guard's `max_ttl` and the drift settings, so they announce
+/// one quarantine (a deployment constant). `mixed`: each client draws its
+/// own, and every other one a short `max_ttl` (a misconfigured fleet,
+/// whose mismatches must be refused).
 pub fn draw_clients(rng: &mut Rng, clients: usize, guarded: bool, mixed: bool) -> Vec<ClientPlan> {
     let quorum = match rng.below(6) {
         0 => Some(4),
         1 => Some(5),
         _ => None,
     };
+    let mut plans = each_client(rng, clients, quorum, guarded, mixed);
+    if guarded && !mixed {
+        let longest = plans.iter().map(|p| p.max_ttl).max().unwrap_or_default();
+        let guard_ttl = longest.max(Duration::from_millis(rng.between(1_000, 6_000)));
+        let drift = 0.01 + rng.unit() * 0.04;
+        for plan in &mut plans {
+            plan.config = plan
+                .config
+                .clone()
+                .with_drift(drift, crate::DEFAULT_DRIFT_PADDING)
+                .with_restart_guard(guard_ttl);
+        }
+    }
+    plans
+}
+
+/// Each client's own draws (the order every seed has always drawn them
+/// in).
+fn each_client(
+    rng: &mut Rng,
+    clients: usize,
+    quorum: Option<usize>,
+    guarded: bool,
+    mixed: bool,
+) -> Vec<ClientPlan> {
     (0..clients)
         .map(|i| {
             let node_timeout = Duration::from_millis(rng.between(20, 300));
@@ -60,6 +90,9 @@ pub fn draw_clients(rng: &mut Rng, clients: usize, guarded: bool, mixed: bool) -
         .collect()
 }
 
+/// How long a client waits after a round refused as misconfigured.
+const MISCONFIGURED_BACKOFF: Duration = Duration::from_millis(250);
+
 /// Resources the clients contend on.
 const PLAIN: [&str; 3] = ["r0", "r1", "r2"];
 /// Resources of reentrant holds (another key kind).
@@ -80,6 +113,8 @@ pub(crate) struct Client {
     pub(crate) world: super::world::Shared,
     /// Every client runs the restart guard.
     pub(crate) guarded: bool,
+    /// The last failed round was refused as misconfigured.
+    pub(crate) misconfigured: std::sync::atomic::AtomicBool,
 }
 
 impl Client {
@@ -111,6 +146,12 @@ impl Client {
             self.one(&mut rng).await;
             let pause = Duration::from_millis(rng.between(0, 40));
             tokio::time::sleep(pause).await;
+            if self.misconfigured.swap(false, Ordering::Relaxed) {
+                // A service refused as misconfigured (a mismatched restart
+                // guard) backs off instead of asking again at once: the
+                // mismatch is seen a few times a run, not thousands.
+                tokio::time::sleep(MISCONFIGURED_BACKOFF).await;
+            }
         }
     }
 
@@ -391,6 +432,9 @@ impl Client {
         let (Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts)) = e else {
             return describe(e);
         };
+        if attempts.reason() == crate::Reason::Misconfigured {
+            self.misconfigured.store(true, Ordering::Relaxed);
+        }
         let named = attempts.resource();
         if !PLAIN.contains(&named) && !REENTRANT.contains(&named) {
             record(&self.record).violation(format!(
@@ -541,5 +585,44 @@ pub(crate) fn describe(e: &Error) -> String {
                 .join(" | ")
         ),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quarantines(seed: u64, mixed: bool) -> Vec<Option<Duration>> {
+        let mut rng = Rng::new(seed);
+        draw_clients(&mut rng, 5, true, mixed)
+            .iter()
+            .map(|p| p.config.quarantine())
+            .collect()
+    }
+
+    #[test]
+    fn a_guarded_fleet_that_is_not_mixed_announces_one_quarantine() {
+        for seed in 0..50 {
+            let q = quarantines(seed, false);
+            assert!(q[0].is_some(), "seed {seed}: no restart guard");
+            assert!(q.iter().all(|x| *x == q[0]), "seed {seed}: {q:?}");
+        }
+    }
+
+    #[test]
+    fn a_mixed_fleet_announces_more_than_one_quarantine() {
+        let q = quarantines(7, true);
+        assert!(q.iter().any(|x| *x != q[0]), "{q:?}");
+    }
+
+    #[test]
+    fn every_client_of_a_guarded_fleet_stays_within_the_guards_max_ttl() {
+        for seed in 0..50 {
+            let mut rng = Rng::new(seed);
+            for plan in draw_clients(&mut rng, 4, true, false) {
+                let quarantine = plan.config.quarantine().unwrap_or_default();
+                assert!(plan.max_ttl <= quarantine, "seed {seed}: {plan:?}");
+            }
+        }
     }
 }
