@@ -39,8 +39,11 @@ pub(crate) struct Live {
     /// workload last read it.
     pub(crate) status: watch::Receiver<Status>,
     pub(crate) quorum: usize,
-    /// When it was acquired (data lost on a node since counts as held
-    /// there when the restart guard is on: the node refuses to vote).
+    /// When its acquisition began, so before any node wrote its keys
+    /// (data lost on a node since counts as held there when the restart
+    /// guard is on: the node refuses to vote). A node may grant, then
+    /// lose the key (a failover to a lagging replica) before the round
+    /// returns.
     pub(crate) since: Duration,
     /// An extension is in flight: the nodes may already hold a shorter TTL
     /// than the guard claims until its reply comes (the caller, inside

@@ -14,7 +14,7 @@ use super::world::{self, Shared, World};
 /// What the oracle needs besides the world and the record.
 #[derive(Clone, Debug)]
 pub(crate) struct Rules {
-    /// The run's faults: data a node lost since a guard was acquired
+    /// The run's faults: data a node lost since a guard's acquisition began
     /// counts as held there when the restart guard is on.
     pub(crate) faults: Arc<Vec<Fault>>,
     /// Every client runs the restart guard.

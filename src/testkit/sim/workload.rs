@@ -275,7 +275,7 @@ impl Client {
     ) {
         let start = self.now();
         let holder = self.holder_of(&guard);
-        let live = self.go_live(&guard, start);
+        let live = self.go_live(&guard, invoked);
         self.log(op, guard.resource(), invoked, "ok");
         let steps = 1 + rng.below(3);
         for _ in 0..steps {
@@ -333,7 +333,7 @@ impl Client {
         let steps = 1 + rng.below(4);
         let body = async |guard: &LockGuard| {
             let start = self.now();
-            let live = self.go_live(guard, start);
+            let live = self.go_live(guard, invoked);
             let mut open = Open {
                 client: self,
                 live,
