@@ -5,6 +5,8 @@
 //! - `SIM_SECONDS=S`: how long the random batch runs (default 10).
 //! - `SIM_FIRST_SEED=N`: where the random batch starts (default: drawn
 //!   from the clock, printed).
+//! - `SIM_SCHEDULES=N`: the batch runs at most N seeds (a fixed amount of
+//!   work, to compare the simulator's cost by instruction counts).
 //! - `SIM_CHECK_DETERMINISM=1`: the batch runs each seed twice and
 //!   compares the histories.
 #![cfg(feature = "sim")]
@@ -13,6 +15,11 @@ use std::time::Duration;
 
 use redquorum::testkit::sim::faults::{Fault, FaultKind};
 use redquorum::testkit::sim::{Control, Plan, Report, batch, run, shrink};
+
+/// Every command, script value and reply allocates: a faster allocator
+/// runs more schedules a minute.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Seeds that once found a defect, each with what it found: they must pass.
 const REGRESSION_SEEDS: &str = include_str!("sim-seeds.txt");
@@ -106,11 +113,12 @@ fn a_random_batch_finds_no_violation() {
         (now % 1_000_000) * 1_000
     });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let limit = env_u64("SIM_SCHEDULES").unwrap_or(u64::MAX);
     let summary = batch(
         first,
         Duration::from_secs(seconds),
         threads,
-        u64::MAX,
+        limit,
         known_open,
     );
     for report in &summary.known {

@@ -68,18 +68,19 @@ fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Ve
     for key in &live.keys {
         let holding = (0..world.node_count())
             .filter(|&node| {
-                let lost = rules.guarded
+                // Cheapest first: the TTL, then the value, then the faults.
+                let server = world.server(node);
+                let rate = server.clock().rate();
+                let lives = lives_for(server.pttl(now, key), rate);
+                let held = lives.is_some_and(|l| l + Duration::from_millis(2) >= claim)
+                    && server
+                        .value(now, key)
+                        .is_some_and(|stored| is_ours(&stored, &live.value));
+                held || rules.guarded
                     && rules
                         .faults
                         .iter()
-                        .any(|f| f.at >= live.since && f.at <= now && lost_data(&f.kind, node));
-                let server = world.server(node);
-                let ours = server
-                    .value(now, key)
-                    .is_some_and(|stored| is_ours(&stored, &live.value));
-                let rate = server.clock().rate();
-                let lives = lives_for(server.pttl(now, key), rate);
-                lost || (ours && lives.is_some_and(|l| l + Duration::from_millis(2) >= claim))
+                        .any(|f| f.at >= live.since && f.at <= now && lost_data(&f.kind, node))
             })
             .count();
         if holding < live.quorum {

@@ -56,36 +56,42 @@ fn fields(out: &mut String, title: &str, lines: &[Field<'_>]) {
     }
 }
 
+/// The `Server` section's lines up to `process_id`, which never change.
+const SERVER_HEAD: &str = concat!(
+    "# Server\r\n",
+    "redis_version:7.0.15\r\n",
+    "redis_git_sha1:00000000\r\n",
+    "redis_git_dirty:0\r\n",
+    "redis_build_id:5fc3d4b8a7e0c1f2\r\n",
+    "redis_mode:standalone\r\n",
+    "os:Linux (simulated) x86_64\r\n",
+    "arch_bits:64\r\n",
+    "multiplexing_api:epoll\r\n",
+);
+
+/// Its lines after `uptime_in_days`.
+const SERVER_TAIL: &str = concat!(
+    "hz:10\r\n",
+    "configured_hz:10\r\n",
+    "executable:/usr/bin/redis-server\r\n",
+    "config_file:\r\n",
+    "io_threads_active:0\r\n",
+);
+
+/// Written straight, not through [`fields`]: every guarded script reads
+/// it, twice a vote.
 fn server(core: &Core, out: &mut String) {
     let uptime = (core.us - core.process.started_us).max(0) / 1_000_000;
     let days = uptime / 86_400;
     let port = core.config.get("port").map_or("", String::as_str);
-    fields(
+    out.push_str(SERVER_HEAD);
+    let _ = write!(
         out,
-        "Server",
-        &[
-            ("redis_version", &VERSION),
-            ("redis_git_sha1", &"00000000"),
-            ("redis_git_dirty", &"0"),
-            ("redis_build_id", &"5fc3d4b8a7e0c1f2"),
-            ("redis_mode", &"standalone"),
-            ("os", &"Linux (simulated) x86_64"),
-            ("arch_bits", &"64"),
-            ("multiplexing_api", &"epoll"),
-            ("process_id", &core.process.pid),
-            ("process_supervised", &"no"),
-            ("run_id", &core.process.run_id),
-            ("tcp_port", &port),
-            ("server_time_usec", &core.us),
-            ("uptime_in_seconds", &uptime),
-            ("uptime_in_days", &days),
-            ("hz", &"10"),
-            ("configured_hz", &"10"),
-            ("executable", &"/usr/bin/redis-server"),
-            ("config_file", &""),
-            ("io_threads_active", &"0"),
-        ],
+        "process_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{port}\r\n\
+         server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{days}\r\n",
+        core.process.pid, core.process.run_id, core.us
     );
+    out.push_str(SERVER_TAIL);
 }
 
 fn clients(_: &Core, out: &mut String) {
