@@ -7,7 +7,7 @@
 //! a string `err` → error, with a string `ok` → status, with a number
 //! `double` → its `%.17g` text, else an array up to its first nil.
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{Either, Lua, MultiValue, Table, Value};
 
 use super::super::number::{format_g17, lua_to_i64};
 use super::super::reply::Reply;
@@ -35,6 +35,21 @@ pub(super) fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
             Value::Table(t)
         }
     })
+}
+
+/// [`reply_to_lua`], with a bulk string that is UTF-8 (`GET`, `INFO`, a
+/// hash field) handed over as a Rust string, which mlua pushes straight
+/// onto the stack.
+pub(super) fn owned_reply_to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Either<String, Value>> {
+    match reply {
+        Reply::Bulk(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Ok(Either::Left(text)),
+            Err(e) => Ok(Either::Right(Value::String(
+                lua.create_string(e.into_bytes())?,
+            ))),
+        },
+        other => reply_to_lua(lua, &other).map(Either::Right),
+    }
 }
 
 /// `{err = text}`.

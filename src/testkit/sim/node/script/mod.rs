@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 
 use mlua::chunk::ChunkMode;
 use mlua::prelude::{LuaGcIncParams, LuaGcMode};
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{
+    BString, Either, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic,
+};
 
 use super::core::{Shared, lock};
 use super::reply::Reply;
@@ -96,7 +98,7 @@ impl Engine {
             let reply = lock(&shared).run_from_script(&args);
             match reply {
                 Reply::Error(text) => Err(raise(&text)),
-                reply => convert::reply_to_lua(lua, &reply),
+                reply => convert::owned_reply_to_lua(lua, reply),
             }
         })?;
         let shared = core.clone();
@@ -190,9 +192,11 @@ impl Engine {
     /// `redis.call`s lock the node's state: the caller must not hold it.
     pub(super) fn run(&self, sha: &str, f: &Function, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> Reply {
         let outcome = (|| {
-            let keys = strings(&self.lua, keys)?;
-            let argv = strings(&self.lua, argv)?;
-            let (ok, value): (bool, Value) = self.run.call((f, keys, argv))?;
+            // Pushed straight onto the Lua stack (no registry reference a
+            // string); the sandbox makes KEYS and ARGV of them.
+            let args: Variadic<Either<&str, BString>> =
+                keys.iter().chain(argv).map(|arg| lua_string(arg)).collect();
+            let (ok, value): (bool, Value) = self.run.call((f, keys.len(), args))?;
             Ok::<Reply, mlua::Error>(if ok {
                 convert::lua_to_reply(&value)
             } else {
@@ -229,17 +233,22 @@ fn raised_text(error: &mlua::Error) -> Option<String> {
     }
 }
 
-/// A Lua array of strings.
-fn strings(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
+/// A string for Lua: borrowed when it is UTF-8 (pushed without a copy
+/// on the Rust side), else copied.
+fn lua_string(bytes: &[u8]) -> Either<&str, BString> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Either::Left(text),
+        Err(_) => Either::Right(BString::from(bytes)),
     }
-    Ok(t)
 }
 
 /// What the sandbox's `host(op, ...)` does for the running script.
-fn host(lua: &Lua, core: &Shared, op: i64, args: MultiValue) -> mlua::Result<(bool, Value)> {
+fn host(
+    lua: &Lua,
+    core: &Shared,
+    op: i64,
+    args: MultiValue,
+) -> mlua::Result<(bool, Either<String, Value>)> {
     let mut core = lock(core);
     match op {
         1 => {
@@ -248,11 +257,14 @@ fn host(lua: &Lua, core: &Shared, op: i64, args: MultiValue) -> mlua::Result<(bo
                 Err(text) => Reply::error(text),
             };
             match reply {
-                Reply::Error(text) => Ok((false, Value::Table(convert::error_table(lua, &text)?))),
-                reply => Ok((true, convert::reply_to_lua(lua, &reply)?)),
+                Reply::Error(text) => Ok((
+                    false,
+                    Either::Right(Value::Table(convert::error_table(lua, &text)?)),
+                )),
+                reply => Ok((true, convert::owned_reply_to_lua(lua, reply)?)),
             }
         }
-        3 => Ok((true, Value::Number(core.lua_random()))),
+        3 => Ok((true, Either::Right(Value::Number(core.lua_random())))),
         4 => {
             let seed = match args.front() {
                 Some(Value::Integer(i)) => *i,
@@ -261,9 +273,9 @@ fn host(lua: &Lua, core: &Shared, op: i64, args: MultiValue) -> mlua::Result<(bo
             };
             // luaL_checkint: the C int of the number.
             core.lua_seed(seed as i32);
-            Ok((true, Value::Nil))
+            Ok((true, Either::Right(Value::Nil)))
         }
-        _ => Ok((false, Value::Nil)),
+        _ => Ok((false, Either::Right(Value::Nil))),
     }
 }
 

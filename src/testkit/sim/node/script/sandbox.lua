@@ -9,7 +9,8 @@
 -- raises), `redis.call`, `redis.acl_check_cmd`, and `host(op, ...)` for
 -- the rest of the node (op 1: a command for `redis.pcall`, answering ok
 -- and the reply; 3: a math.random draw; 4: math.randomseed). It returns
--- `run(f, keys, argv)`, which runs a compiled script, and the environment
+-- `run(f, numkeys, ...)`, which runs a compiled script on its KEYS (the
+-- first numkeys of the rest) and ARGV, and the environment
 -- scripts are compiled into.
 --
 -- Every `redis.*` function that can raise is a Rust (C) function, as in
@@ -194,7 +195,11 @@ local function handler(e)
   return e
 end
 
-local function run(f, keys, argv)
+local function run(f, numkeys, ...)
+  local args = { ... }
+  local keys, argv = {}, {}
+  for i = 1, numkeys do keys[i] = args[i] end
+  for i = numkeys + 1, #args do argv[i - numkeys] = args[i] end
   G.KEYS = keys
   G.ARGV = argv
   return real_xpcall(f, handler)
