@@ -9,7 +9,6 @@ mod convert;
 use std::collections::BTreeMap;
 
 use mlua::chunk::ChunkMode;
-use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::{
     BString, Either, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic,
 };
@@ -55,10 +54,6 @@ impl Engine {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        // A node's state lives one schedule and holds little: collecting
-        // when the heap has quadrupled (not doubled, Lua's default) halves
-        // the collector's work. Scripts cannot see the difference.
-        lua.gc_set_mode(LuaGcMode::Incremental(LuaGcIncParams::default().pause(400)));
         let sha1hex = lua.create_function(|lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(raise("ERR wrong number of arguments"));
