@@ -21,10 +21,15 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
-  files=(src/lock src/quorum src/ttl.rs src/attempts.rs src/node/guard.rs src/redlock/trust.rs)
+  files=(src/lock src/quorum src/ttl.rs src/error/attempts.rs src/node/restart_guard.rs src/redlock/trust.rs)
 fi
 args=()
 for f in "${files[@]}"; do
+  # A path that moved would mutate nothing, silently.
+  if [ ! -e "$f" ]; then
+    echo "mutants.sh: no such file or folder: $f" >&2
+    exit 2
+  fi
   if [ -d "$f" ]; then
     args+=(--file "$f/*.rs")
   else
