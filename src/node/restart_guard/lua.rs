@@ -24,11 +24,18 @@ use crate::node::scripts::{
 /// none); `fresh` when the record is not this process's in this
 /// replication history. `begin(since, q)` starts a trust period;
 /// `adopt()` gives a record of an earlier version, which has no
-/// `replid`, the live one. Expects `guard_key`.
+/// `replid`, the live one. Expects `guard_key`. A field of `INFO` is
+/// found by a plain search for its name, then read in place: a pattern
+/// searched from the start would be tried at every position before it,
+/// in every vote.
 const READ: &str = r"
-local run = string.match(redis.call('info', 'server'), 'run_id:(%x+)')
+local function info_field(text, name)
+  local at = string.find(text, name, 1, true)
+  if at then return string.match(text, '^%x+', at + #name) end
+end
+local run = info_field(redis.call('info', 'server'), 'run_id:')
 if not run then return redis.error_reply('ERR restart guard: no run_id in INFO server') end
-local repl = string.match(redis.call('info', 'replication'), 'master_replid:(%x+)')
+local repl = info_field(redis.call('info', 'replication'), 'master_replid:')
 local t = redis.call('time')
 local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rec = redis.call('hmget', guard_key, 'run_id', 'since', 'q', 'replid')
