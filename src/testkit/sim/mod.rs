@@ -39,6 +39,7 @@
 mod batch;
 mod checks;
 pub mod faults;
+mod gone;
 mod net;
 pub mod node;
 mod oracle;

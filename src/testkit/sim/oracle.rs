@@ -107,7 +107,7 @@ fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Ve
 }
 
 /// A fault that makes `node` forget keys.
-fn lost_data(kind: &FaultKind, node: usize) -> bool {
+pub(crate) fn lost_data(kind: &FaultKind, node: usize) -> bool {
     kind.loses_keys()
         && matches!(kind, FaultKind::Restart { node: n, .. }
             | FaultKind::Flush { node: n }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::checks::{Hold, Live, Record, json, record};
 use super::faults::{Fault, FaultKind, answers};
+use super::gone;
 use super::oracle::{self, Rules};
 use super::reasons;
 use super::rng::Rng;
@@ -287,7 +288,11 @@ impl Client {
                 }
                 let invoked = self.now();
                 record(&self.record).extending(live);
+                // An extension may first wait for the watchdog's round.
+                let wait = self.plan.config.node_timeout() * 3 + Duration::from_millis(20);
+                let before = self.before_call(&guard, wait);
                 let extended = guard.extend(ttl).await;
+                self.check_gone(before, &extended, "extend");
                 let result = extended
                     .as_ref()
                     .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
@@ -300,7 +305,9 @@ impl Client {
         self.finish(live, &guard, holder, start, end);
         if rng.chance(0.8) {
             let invoked = self.now();
+            let before = self.before_call(&guard, Duration::ZERO);
             let released = guard.release().await;
+            self.check_gone(before, &released, "release");
             let result = released
                 .as_ref()
                 .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
@@ -391,6 +398,39 @@ impl Client {
             extending: false,
         };
         record(&self.record).go_live(live)
+    }
+
+    /// What the nodes hold of `guard` as a call on it begins, when the
+    /// guard is valid for more than `margin` (a reentrant hold's value is
+    /// its own: not read).
+    fn before_call(&self, guard: &LockGuard, margin: Duration) -> Option<gone::Before> {
+        if REENTRANT.contains(&guard.resource()) || guard.remaining() <= margin {
+            return None;
+        }
+        let prefix = self.plan.config.key_prefix();
+        let keys: Vec<String> = guard
+            .resources()
+            .iter()
+            .map(|r| crate::keys::lock_key(prefix, r))
+            .collect();
+        let world = super::world::lock(&self.world);
+        Some(gone::before(&world, &keys, guard.value()))
+    }
+
+    /// A call that began at `before` and reported the lock expired must
+    /// have met enough nodes able to refuse it ([`gone`]).
+    fn check_gone(&self, before: Option<gone::Before>, result: &crate::Result<()>, call: &str) {
+        let (Some(before), Err(Error::Expired)) = (before, result) else {
+            return;
+        };
+        let found = {
+            let world = super::world::lock(&self.world);
+            let call = format!("client {}'s {call}", self.index);
+            gone::check(&before, &world, &self.faults, self.redlock.quorum(), &call)
+        };
+        if let Some(violation) = found {
+            record(&self.record).violation(violation);
+        }
     }
 
     /// A fenced guard carries one token per resource.
