@@ -126,7 +126,10 @@ mod tests {
                 persistence: Persistence::None,
             },
         };
-        assert_eq!(could_refuse(&all, MS * 1_010, &[restart.clone()]), 1);
+        assert_eq!(
+            could_refuse(&all, MS * 1_010, std::slice::from_ref(&restart)),
+            1
+        );
         // Before the call began, the key was already not there to read.
         let earlier = Fault {
             at: MS * 900,
