@@ -18,6 +18,7 @@ fn connect_timeout_reads_the_documented_default() {
     );
 }
 
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
 #[test]
 fn tls_certificates_reads_the_documented_default() {
     assert!(crate::Config::default().tls_certificates().is_none());
