@@ -44,6 +44,7 @@ mod net;
 pub mod node;
 mod oracle;
 mod reasons;
+mod report;
 mod rng;
 mod run;
 mod workload;

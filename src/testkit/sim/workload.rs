@@ -13,6 +13,7 @@ use super::faults::{Fault, FaultKind, answers};
 use super::gone;
 use super::oracle::{self, Rules};
 use super::reasons;
+use super::report::{self, Asked, Call};
 use super::rng::Rng;
 use crate::{Config, Error, LockGuard, LockOptions, Redlock};
 
@@ -169,38 +170,52 @@ impl Client {
         match rng.below(10) {
             0 | 1 => {
                 let got = self.redlock.lock(resource, ttl).await;
-                self.held("lock", resource, invoked, got, rng).await;
+                let call = self.retried();
+                self.held(("lock", call), resource, invoked, got, rng).await;
             }
             2 => {
                 let got = self.redlock.try_lock(resource, ttl).await;
                 let failed = got.is_err();
-                self.held("try_lock", resource, invoked, got, rng).await;
+                let call = Call::Acquire { retries: Some(0) };
+                self.held(("try_lock", call), resource, invoked, got, rng)
+                    .await;
                 if failed {
                     self.check_failed_attempt_latency(invoked);
                 }
             }
             3 => {
                 let choice = rng.below(4);
-                let options = match choice {
-                    0 => LockOptions::new().wait(crate::Wait::No),
-                    1 => LockOptions::new().wait(crate::Wait::For(Duration::from_millis(
-                        rng.between(10, 1_000),
-                    ))),
-                    2 => LockOptions::new().wait(crate::Wait::Retries(
-                        u32::try_from(rng.below(4)).unwrap_or(0),
-                    )),
-                    _ => LockOptions::new().fencing(true),
+                let (options, call) = match choice {
+                    0 => (
+                        LockOptions::new().wait(crate::Wait::No),
+                        Call::Acquire { retries: Some(0) },
+                    ),
+                    1 => (
+                        LockOptions::new().wait(crate::Wait::For(Duration::from_millis(
+                            rng.between(10, 1_000),
+                        ))),
+                        Call::Acquire { retries: None },
+                    ),
+                    2 => {
+                        let n = u32::try_from(rng.below(4)).unwrap_or(0);
+                        let options = LockOptions::new().wait(crate::Wait::Retries(n));
+                        (options, Call::Acquire { retries: Some(n) })
+                    }
+                    _ => (LockOptions::new().fencing(true), self.retried()),
                 };
                 let got = self.redlock.lock_with(resource, ttl, &options).await;
                 if let (3, Ok(guard)) = (choice, &got) {
                     self.check_tokens(guard);
                 }
-                self.held("lock_with", resource, invoked, got, rng).await;
+                self.held(("lock_with", call), resource, invoked, got, rng)
+                    .await;
             }
             4 => {
                 let other = *rng.pick(&PLAIN);
                 let got = self.redlock.lock(&[resource, other], ttl).await;
-                self.held("lock_many", resource, invoked, got, rng).await;
+                let call = self.retried();
+                self.held(("lock_many", call), resource, invoked, got, rng)
+                    .await;
             }
             5 => {
                 let resource = *rng.pick(&REENTRANT);
@@ -209,7 +224,8 @@ impl Client {
                     .redlock
                     .lock_with(resource, ttl, &crate::LockOptions::new().owner(&owner))
                     .await;
-                self.held("lock_reentrant", resource, invoked, got, rng)
+                let call = self.retried();
+                self.held(("lock_reentrant", call), resource, invoked, got, rng)
                     .await;
             }
             6 => self.scoped(resource, ttl, rng, false).await,
@@ -219,7 +235,10 @@ impl Client {
                 let within = Duration::from_millis(rng.between(0, 30));
                 let got = tokio::time::timeout(within, self.redlock.lock(resource, ttl)).await;
                 match got {
-                    Ok(got) => self.held("lock", resource, invoked, got, rng).await,
+                    Ok(got) => {
+                        let call = self.retried();
+                        self.held(("lock", call), resource, invoked, got, rng).await;
+                    }
                     Err(_) => self.log("lock_cancelled", resource, invoked, "cancelled"),
                 }
             }
@@ -237,7 +256,10 @@ impl Client {
                         self.hold_for(guard, "auto_extend", invoked, hold, rng)
                             .await;
                     }
-                    Err(e) => self.log("auto_extend", resource, invoked, &self.describe(&e)),
+                    Err(e) => {
+                        let why = self.describe(&e, (self.retried(), resource), invoked);
+                        self.log("auto_extend", resource, invoked, &why);
+                    }
                 }
             }
         }
@@ -247,7 +269,7 @@ impl Client {
     /// After an acquisition: holds, maybe extends, then releases or drops.
     async fn held(
         &self,
-        op: &str,
+        (op, call): (&str, Call),
         resource: &str,
         invoked: Duration,
         got: crate::Result<LockGuard>,
@@ -259,7 +281,10 @@ impl Client {
                 let hold = Duration::from_millis(rng.between(0, ttl.as_millis() as u64 * 3 / 2));
                 self.hold_for(guard, op, invoked, (hold, None), rng).await;
             }
-            Err(e) => self.log(op, resource, invoked, &self.describe(&e)),
+            Err(e) => {
+                let why = self.describe(&e, (call, resource), invoked);
+                self.log(op, resource, invoked, &why);
+            }
         }
     }
 
@@ -293,9 +318,10 @@ impl Client {
                 let before = self.before_call(&guard, wait);
                 let extended = guard.extend(ttl).await;
                 self.check_gone(before, &extended, "extend");
-                let result = extended
-                    .as_ref()
-                    .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
+                let result = extended.as_ref().map_or_else(
+                    |e| self.describe(e, (Call::Extend, guard.resource()), invoked),
+                    |()| "ok".to_owned(),
+                );
                 self.log("extend", guard.resource(), invoked, &result);
                 record(&self.record).extended(live);
                 self.check_now(live);
@@ -306,11 +332,13 @@ impl Client {
         if rng.chance(0.8) {
             let invoked = self.now();
             let before = self.before_call(&guard, Duration::ZERO);
+            let resource = guard.resource().to_owned();
             let released = guard.release().await;
             self.check_gone(before, &released, "release");
-            let result = released
-                .as_ref()
-                .map_or_else(|e| self.describe(e), |()| "ok".to_owned());
+            let result = released.as_ref().map_or_else(
+                |e| self.describe(e, (Call::Release, &resource), invoked),
+                |()| "ok".to_owned(),
+            );
             self.log("release", "-", invoked, &result);
         } else {
             drop(guard);
@@ -353,7 +381,7 @@ impl Client {
             }
             open.close();
         };
-        let (op, result) = if try_only {
+        let (op, result, call) = if try_only {
             let done = self.redlock.try_with_lock(resource, ttl, body).await;
             if matches!(done, Ok(None)) {
                 self.check_skip(resource, invoked);
@@ -361,12 +389,16 @@ impl Client {
             (
                 "try_with_lock",
                 done.map(|d| d.map_or("skipped", |()| "ok")),
+                Call::Acquire { retries: Some(0) },
             )
         } else {
             let done = self.redlock.with_lock(resource, ttl, body).await;
-            ("with_lock", done.map(|()| "ok"))
+            ("with_lock", done.map(|()| "ok"), self.retried())
         };
-        let result = result.map_or_else(|e| self.describe(&e), str::to_owned);
+        let result = result.map_or_else(
+            |e| self.describe(&e, (call, resource), invoked),
+            str::to_owned,
+        );
         self.log(op, resource, invoked, &result);
     }
 
@@ -465,10 +497,19 @@ impl Client {
         });
     }
 
+    /// An acquisition with the client's retry count.
+    fn retried(&self) -> Call {
+        Call::Acquire {
+            retries: Some(self.plan.config.retry_count()),
+        }
+    }
+
     /// [`describe`], after checking a failed round's report: it names a
-    /// resource of the workload, and its reason is right
-    /// ([`reasons::misclassified`]).
-    fn describe(&self, e: &Error) -> String {
+    /// resource of the workload, its reason is right
+    /// ([`reasons::misclassified`]), it is the report of the `call` made
+    /// on `resource` ([`report::misreported`]), and a `lock()` that gave
+    /// up took the pauses its retries promise ([`report::wrong_pacing`]).
+    fn describe(&self, e: &Error, (call, resource): (Call, &str), invoked: Duration) -> String {
         let (Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts)) = e else {
             return describe(e);
         };
@@ -489,7 +530,52 @@ impl Client {
                 attempts.resource()
             ));
         }
+        let call = match e {
+            Error::ReleaseUnconfirmed(_) => Call::Release,
+            _ => call,
+        };
+        let asked = Asked {
+            call,
+            resource,
+            quorum: self.redlock.quorum(),
+            nodes: self.redlock.node_count(),
+            notifications: self.plan.config.release_notifications(),
+        };
+        if let Some(wrong) = report::misreported(attempts, &asked) {
+            record(&self.record).violation(format!(
+                "report: client {}'s {call:?} on {resource} invoked at {invoked:?}: {wrong}",
+                self.index
+            ));
+        }
+        self.check_pacing(attempts, call, invoked);
         describe(e)
+    }
+
+    /// A `lock()` that gave up on its retry count took its pauses.
+    fn check_pacing(&self, attempts: &crate::Attempts, call: Call, invoked: Duration) {
+        let Call::Acquire {
+            retries: Some(retries),
+        } = call
+        else {
+            return;
+        };
+        if attempts.reason() == crate::Reason::Misconfigured || self.paused_between(invoked) {
+            return;
+        }
+        let config = &self.plan.config;
+        // Fenced or not (a lock's options may ask for fencing): two round
+        // trips, each waiting at most for a clean-up's gate and its call.
+        let per_attempt = config.node_timeout() * 4 + Duration::from_millis(10);
+        let settings = (config.retry_delay(), config.retry_jitter());
+        let took = self.now().saturating_sub(invoked);
+        if let Some(wrong) =
+            report::wrong_pacing(took, attempts.attempts(), retries, settings, per_attempt)
+        {
+            record(&self.record).violation(format!(
+                "pacing: client {}'s lock invoked at {invoked:?}: {wrong}",
+                self.index
+            ));
+        }
     }
 
     fn log(&self, op: &str, resource: &str, invoked: Duration, result: &str) {
