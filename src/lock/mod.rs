@@ -75,6 +75,13 @@ impl Shared {
         }
     }
 
+    /// Release-notification feeds running (feature `sim`: they live as
+    /// long as the lock, not as a leak).
+    #[cfg(feature = "sim")]
+    pub(crate) fn running_feeds(&self) -> usize {
+        self.notifications.running_feeds()
+    }
+
     /// The nodes, in the order given.
     pub(crate) fn nodes(&self) -> &Arc<[Arc<Node>]> {
         &self.nodes

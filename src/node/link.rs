@@ -22,6 +22,26 @@ pub(crate) enum Link {
 pub(crate) trait SimEndpoint: Send + Sync {
     /// Sends `cmd` and waits for its reply.
     fn call<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value>;
+
+    /// The node's name, for spans.
+    fn name(&self) -> String;
+
+    /// Opens a pub/sub connection to the node.
+    fn subscriber(&self) -> RedisFuture<'_, Box<dyn SimSubscriber>>;
+}
+
+/// A simulated pub/sub connection (feature `sim`).
+#[cfg(feature = "sim")]
+pub(crate) trait SimSubscriber: Send {
+    /// Subscribes to `channels`, once the node confirms.
+    fn subscribe<'a>(&'a mut self, channels: &'a [String]) -> RedisFuture<'a, ()>;
+
+    /// Unsubscribes from `channels`, once the node confirms.
+    fn unsubscribe<'a>(&'a mut self, channels: &'a [String]) -> RedisFuture<'a, ()>;
+
+    /// The next message as (channel, payload); `None` once the connection
+    /// is lost. Cancel safe.
+    fn next(&mut self) -> futures_util::future::BoxFuture<'_, Option<(String, Vec<u8>)>>;
 }
 
 impl ConnectionLike for Link {

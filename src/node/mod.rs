@@ -227,9 +227,13 @@ impl Node {
         self.connect_timeout
     }
 
-    /// The client, for connections of other kinds (pub/sub).
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
+    /// Where this node's release notifications come from.
+    pub(crate) fn feed_source(&self) -> crate::notifications::Source {
+        #[cfg(feature = "sim")]
+        if let Some(endpoint) = &self.sim {
+            return crate::notifications::Source::Sim(endpoint.clone());
+        }
+        crate::notifications::Source::Real(self.client.clone())
     }
 
     pub(super) fn connection(&self) -> NodeResult<Link> {

@@ -5,13 +5,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use redis::Client;
-use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::registry::Inner;
+use super::source::{Connection, Source};
 
 /// The pause before the first new connection attempt after a failure; it
 /// doubles with each further failure, up to [`LAST_RETRY`].
@@ -101,15 +99,13 @@ impl Backoff {
     }
 }
 
-pub(super) type Connection = (PubSubSink, PubSubStream);
-
 /// One node's feed: keeps its connection's subscriptions in line with the
 /// wanted set and turns messages into wake-ups. Ends when the registry is
 /// dropped. `resumed`: it replaces a feed that ended, whose subscriptions
 /// are gone.
 pub(super) async fn run_feed(
     index: usize,
-    client: Client,
+    source: Source,
     timeout: Duration,
     connect_timeout: Duration,
     inner: Weak<Inner>,
@@ -128,11 +124,11 @@ pub(super) async fn run_feed(
     loop {
         if !stale {
             match conn.as_mut() {
-                Some((_, stream)) => tokio::select! {
-                    message = stream.next() => match message {
-                        Some(message) => {
+                Some(connection) => tokio::select! {
+                    message = connection.next() => match message {
+                        Some((channel, payload)) => {
                             let Some(inner) = inner.upgrade() else { return };
-                            inner.announce(message.get_channel_name(), message.get_payload_bytes());
+                            inner.announce(&channel, &payload);
                         }
                         None => {
                             // Node restarted, connection killed: connect
@@ -170,17 +166,17 @@ pub(super) async fn run_feed(
                     .connects
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
-            conn = connect(index, &client, connect_timeout).await;
+            conn = connect(index, &source, connect_timeout).await;
             if conn.is_none() {
                 backoff.failed();
                 continue;
             }
         }
         let delta = Delta::between(&wanted, &subscribed);
-        let Some((sink, _)) = conn.as_mut() else {
+        let Some(connection) = conn.as_mut() else {
             continue;
         };
-        if reconcile(index, sink, &delta, timeout).await {
+        if reconcile(index, connection, &delta, timeout).await {
             subscribed = wanted;
             backoff.succeeded();
             stale = false;
@@ -210,7 +206,7 @@ pub(super) async fn run_feed(
 /// dropped.
 pub(super) async fn reconcile(
     index: usize,
-    sink: &mut PubSubSink,
+    connection: &mut Connection,
     delta: &Delta,
     timeout: Duration,
 ) -> bool {
@@ -218,7 +214,7 @@ pub(super) async fn reconcile(
         return true;
     }
     if !delta.subscribe.is_empty() {
-        match tokio::time::timeout(timeout, sink.subscribe(&delta.subscribe)).await {
+        match tokio::time::timeout(timeout, connection.subscribe(&delta.subscribe)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 tracing::debug!(node = index, error = %e, "release notifications: SUBSCRIBE failed");
@@ -231,7 +227,7 @@ pub(super) async fn reconcile(
         }
     }
     if !delta.unsubscribe.is_empty() {
-        let done = tokio::time::timeout(timeout, sink.unsubscribe(&delta.unsubscribe)).await;
+        let done = tokio::time::timeout(timeout, connection.unsubscribe(&delta.unsubscribe)).await;
         if !matches!(done, Ok(Ok(()))) {
             tracing::debug!(node = index, "release notifications: UNSUBSCRIBE failed");
             return false;
@@ -242,11 +238,11 @@ pub(super) async fn reconcile(
 
 pub(super) async fn connect(
     index: usize,
-    client: &Client,
+    source: &Source,
     timeout: Duration,
 ) -> Option<Connection> {
-    match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
-        Ok(Ok(pubsub)) => Some(pubsub.split()),
+    match tokio::time::timeout(timeout, source.connect()).await {
+        Ok(Ok(connection)) => Some(connection),
         Ok(Err(e)) => {
             tracing::debug!(node = index, error = %e, "release notifications: cannot connect");
             None

@@ -36,13 +36,15 @@
 
 mod feed;
 mod registry;
+mod source;
+
+pub(crate) use source::Source;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::{self, FutureExt};
-use redis::Client;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -56,7 +58,7 @@ use registry::{Entry, Feed, Inner};
 fn start_feeds(this: &Arc<Inner>) {
     let mut feeds = this.feeds();
     if feeds.is_empty() {
-        feeds.extend(this.clients.iter().map(|_| Feed {
+        feeds.extend(this.sources.iter().map(|_| Feed {
             changed: Arc::new(Notify::new()),
             task: None,
         }));
@@ -68,19 +70,19 @@ fn start_feeds(this: &Arc<Inner>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    for (index, (feed, client)) in feeds.iter_mut().zip(&this.clients).enumerate() {
+    for (index, (feed, source)) in feeds.iter_mut().zip(&this.sources).enumerate() {
         if !dead(feed) {
             continue;
         }
         let resumed = feed.task.is_some();
-        let span = crate::spans::feed(&client.get_connection_info().addr().to_string());
+        let span = crate::spans::feed(&source.addr());
         if resumed {
             let _inside = span.enter();
             tracing::debug!("release notifications: feed ended, starting it again");
         }
         let run = feed::run_feed(
             index,
-            client.clone(),
+            source.clone(),
             this.timeout,
             this.connect_timeout,
             Arc::downgrade(this),
@@ -98,19 +100,19 @@ pub(crate) struct Notifications {
 }
 
 impl Notifications {
-    /// A registry over the nodes of `clients`; no I/O until the first wait.
+    /// A registry over the nodes of `sources`; no I/O until the first wait.
     /// `quorum`: how many nodes must announce a release before a waiter is
     /// woken (the lock is then free on a quorum, so its attempt can succeed).
     /// `timeout` bounds each call, `connect_timeout` opening a connection.
     pub(crate) fn new(
-        clients: Vec<Client>,
+        sources: impl IntoIterator<Item = impl Into<Source>>,
         timeout: Duration,
         connect_timeout: Duration,
         quorum: usize,
     ) -> Self {
         Notifications {
             inner: Arc::new(Inner {
-                clients,
+                sources: sources.into_iter().map(Into::into).collect(),
                 timeout,
                 connect_timeout,
                 quorum,
@@ -146,6 +148,13 @@ impl Notifications {
             channels,
             notifies,
         }
+    }
+
+    /// Feeds whose task is running (feature `sim`).
+    #[cfg(feature = "sim")]
+    pub(crate) fn running_feeds(&self) -> usize {
+        let running = |f: &&Feed| f.task.as_ref().is_some_and(|t| !t.is_finished());
+        self.inner.feeds().iter().filter(running).count()
     }
 
     /// Waiters registered for `channel` (tests).
@@ -185,6 +194,8 @@ impl Drop for Interest {
 
 #[cfg(test)]
 mod tests {
+    use redis::Client;
+
     use super::feed::*;
     use super::registry::*;
     use super::*;
@@ -261,7 +272,7 @@ mod tests {
     async fn a_release_wakes_a_waiter_only_once_a_quorum_of_nodes_announced_it() {
         // Five nodes, quorum three: the first deletes can land while the
         // others still hold the key, and an attempt made then fails.
-        let clients = (1..=5)
+        let clients: Vec<Client> = (1..=5)
             .map(|port| Client::open(format!("redis://127.0.0.1:{port}/")).unwrap())
             .collect();
         let notifications = Notifications::new(

@@ -5,7 +5,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use redis::Client;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
@@ -58,7 +57,7 @@ pub(super) struct Feed {
 }
 
 pub(super) struct Inner {
-    pub(super) clients: Vec<Client>,
+    pub(super) sources: Vec<super::Source>,
     pub(super) timeout: Duration,
     /// The bound on opening a pub/sub connection.
     pub(super) connect_timeout: Duration,

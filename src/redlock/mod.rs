@@ -175,7 +175,7 @@ impl Redlock {
             tracing::warn!(%warning, "redquorum node count");
         }
         let notifications = Notifications::new(
-            parsed.iter().map(|n| n.client().clone()).collect(),
+            parsed.iter().map(|n| n.feed_source()).collect::<Vec<_>>(),
             config.node_timeout(),
             config.connect_timeout(),
             quorum,
@@ -217,6 +217,12 @@ impl Redlock {
     /// ```
     pub fn node_count(&self) -> usize {
         self.shared.nodes().len()
+    }
+
+    /// Release-notification feeds running (feature `sim`).
+    #[cfg(feature = "sim")]
+    pub(crate) fn running_feeds(&self) -> usize {
+        self.shared.running_feeds()
     }
 
     /// The config in force (its `Debug` shows every setting).

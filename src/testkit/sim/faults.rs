@@ -268,7 +268,7 @@ pub(crate) fn begin(world: &mut World, fault: &Fault) {
             .jump(by.as_secs_f64() * 1000.0),
         FaultKind::Restart { node, persistence } => world.restart(node, persistence),
         FaultKind::Flush { node } => world.server_mut(node).flushall(),
-        FaultKind::Failover { node, lag } => world.server_mut(node).failover(now, lag),
+        FaultKind::Failover { node, lag } => world.failover(node, lag),
     }
 }
 

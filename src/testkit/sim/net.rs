@@ -33,9 +33,9 @@ enum Answer {
 
 /// One client's end of the link to one node.
 pub(crate) struct Endpoint {
-    world: Shared,
-    client: usize,
-    node: usize,
+    pub(super) world: Shared,
+    pub(super) client: usize,
+    pub(super) node: usize,
     outbound: mpsc::UnboundedSender<Outbound>,
 }
 
@@ -111,11 +111,24 @@ async fn carry_replies(mut replies: mpsc::UnboundedReceiver<Inbound>) {
     }
 }
 
-fn io_error(kind: std::io::ErrorKind, message: &'static str) -> RedisError {
+pub(super) fn io_error(kind: std::io::ErrorKind, message: &'static str) -> RedisError {
     RedisError::from(std::io::Error::new(kind, message))
 }
 
+/// A connection that broke under its caller.
+pub(super) fn broken() -> RedisError {
+    io_error(std::io::ErrorKind::BrokenPipe, "Broken pipe (os error 32)")
+}
+
 impl SimEndpoint for Endpoint {
+    fn name(&self) -> String {
+        format!("sim-{}:6379", self.node)
+    }
+
+    fn subscriber(&self) -> RedisFuture<'_, Box<dyn crate::node::link::SimSubscriber>> {
+        self.open_subscriber()
+    }
+
     fn call<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let args: Vec<Vec<u8>> = cmd
             .args_iter()
@@ -144,10 +157,7 @@ impl SimEndpoint for Endpoint {
             }
             match answer.await {
                 Ok(Answer::Bytes(bytes)) => redis::parse_redis_value(&bytes)?.extract_error(),
-                Ok(Answer::Broken) | Err(_) => Err(io_error(
-                    std::io::ErrorKind::BrokenPipe,
-                    "Broken pipe (os error 32)",
-                )),
+                Ok(Answer::Broken) | Err(_) => Err(broken()),
             }
         })
     }

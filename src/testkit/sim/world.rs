@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::node::{Persistence, SimNode};
+use super::pubsub::{Push, Subscribers};
 use super::rng::Rng;
 
 /// What a link does with the traffic it carries.
@@ -71,6 +72,8 @@ pub struct World {
     rng: Rng,
     /// Commands delivered to nodes, for the run's statistics.
     pub(crate) delivered: u64,
+    /// The clients' pub/sub connections.
+    pub(crate) subscribers: Subscribers,
 }
 
 /// The world, shared by every link of a run.
@@ -124,6 +127,7 @@ impl World {
             paused_clients: vec![None; clients],
             rng,
             delivered: 0,
+            subscribers: Subscribers::default(),
         }
     }
 
@@ -160,6 +164,9 @@ impl World {
     /// Sets the mode of the link from `client` to `node`.
     pub fn set_link(&mut self, client: usize, node: usize, mode: LinkMode) {
         self.links[client][node].mode = mode;
+        if mode == LinkMode::Reset {
+            self.subscribers.break_link(client, node);
+        }
     }
 
     /// The mode of the link from `client` to `node`.
@@ -181,13 +188,25 @@ impl World {
         if process == Process::Up {
             node.resumed.notify_waiters();
         }
+        if process == Process::Down {
+            self.subscribers.break_node(index);
+        }
     }
 
     /// Restarts node `index` with `persistence` (a kill then a start).
     pub fn restart(&mut self, index: usize, persistence: Persistence) {
         let now = self.elapsed();
         self.nodes[index].server.restart(now, persistence);
+        self.subscribers.break_node(index);
         self.set_process(index, Process::Up);
+    }
+
+    /// A replica of node `index` takes over, `lag` behind it: another
+    /// process, so its connections break.
+    pub fn failover(&mut self, index: usize, lag: Duration) {
+        let now = self.elapsed();
+        self.nodes[index].server.failover(now, lag);
+        self.subscribers.break_node(index);
     }
 
     /// Ends every fault: processes up (a dead one restarted with its data),
@@ -258,7 +277,80 @@ impl World {
             Process::Down => Delivery::Gone,
             Process::Up => {
                 self.delivered += 1;
-                Delivery::Reply(target.server.execute(now, args))
+                let reply = target.server.execute(now, args);
+                let published = target.server.take_published();
+                if !published.is_empty() {
+                    self.publish(node, &published);
+                }
+                Delivery::Reply(reply)
+            }
+        }
+    }
+
+    /// Opens a subscriber connection from `client` to `node`; `None` when
+    /// the node is down (refused).
+    pub(crate) fn open_subscriber(
+        &mut self,
+        client: usize,
+        node: usize,
+    ) -> Option<(u64, tokio::sync::mpsc::UnboundedReceiver<Push>)> {
+        if self.nodes[node].process == Process::Down {
+            return None;
+        }
+        let run_id = self.nodes[node].server.run_id().to_owned();
+        Some(self.subscribers.open(client, node, &run_id))
+    }
+
+    /// Runs `args`, a `SUBSCRIBE` (`on`) or `UNSUBSCRIBE`, on subscriber
+    /// connection `id` to `node`: the node checks it (arity, ACL), and if
+    /// it takes it the connection's channels change.
+    pub(crate) fn subscription(
+        &mut self,
+        id: u64,
+        node: usize,
+        args: &[Vec<u8>],
+        on: bool,
+    ) -> Delivery {
+        let now = self.elapsed();
+        let target = &mut self.nodes[node];
+        match target.process {
+            Process::Paused => return Delivery::Wait(target.resumed.clone()),
+            Process::Down => return Delivery::Gone,
+            Process::Up => {}
+        }
+        let Some(channels) = self.subscribers.channels(id, target.server.run_id()) else {
+            return Delivery::Gone;
+        };
+        let reply = target.server.execute(now, args);
+        if !reply.starts_with(b"-") {
+            for channel in &args[1..] {
+                if on {
+                    channels.insert(channel.clone());
+                } else {
+                    channels.remove(channel);
+                }
+            }
+        }
+        Delivery::Reply(reply)
+    }
+
+    /// Sends what `node` published to the connections subscribed to it,
+    /// each over its client's link (lost where the link loses replies).
+    fn publish(&mut self, node: usize, published: &[(Vec<u8>, Vec<u8>)]) {
+        for (channel, payload) in published {
+            let run_id = self.nodes[node].server.run_id();
+            for (id, client) in self.subscribers.listening(node, run_id, channel) {
+                let link = &self.links[client][node];
+                let extra = match link.mode {
+                    LinkMode::Blackhole | LinkMode::DropReplies | LinkMode::Reset => continue,
+                    LinkMode::Slow(by) => by,
+                    LinkMode::Pass => Duration::ZERO,
+                };
+                let after = link.latency + extra;
+                let jitter = Duration::from_micros(self.rng.below(200) as u64);
+                let paused = self.client_paused_until(client);
+                self.subscribers
+                    .push(id, after + jitter, paused, (channel, payload));
             }
         }
     }
