@@ -1,7 +1,10 @@
 //! The deterministic simulation: the real coordinator under seeded
 //! schedules on virtual time, against simulated nodes.
 //!
-//! - `SIM_SEED=N`: replay one seed (prints its history file and faults).
+//! - `SIM_SEED=N`: replay one seed (prints its history file and faults);
+//!   with `SIM_NOTIFICATIONS=off`, every client without release
+//!   notifications (the regression seeds recorded before they were
+//!   simulated run so); the same variable turns them off in the batch.
 //! - `SIM_SECONDS=S`: how long the random batch runs (default 10).
 //! - `SIM_FIRST_SEED=N`: where the random batch starts (default: drawn
 //!   from the clock, printed).
@@ -24,11 +27,28 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Seeds that once found a defect, each with what it found: they must pass.
 const REGRESSION_SEEDS: &str = include_str!("sim-seeds.txt");
 
-fn seeds_from(text: &str) -> Vec<u64> {
-    text.lines()
-        .filter_map(|line| line.split('#').next())
-        .filter_map(|seed| seed.trim().parse().ok())
-        .collect()
+/// The line of `sim-seeds.txt` after which seeds run with release
+/// notifications drawn; those above it run without.
+const NOTIFICATIONS_FROM_HERE: &str = "# release notifications simulated from here on";
+
+/// The seeds of `text`, each with whether it runs without notifications.
+fn seeds_from(text: &str) -> Vec<(u64, bool)> {
+    let mut off = true;
+    let mut seeds = Vec::new();
+    for line in text.lines() {
+        if line.trim() == NOTIFICATIONS_FROM_HERE {
+            off = false;
+        }
+        if let Some(Ok(seed)) = line.split('#').next().map(|s| s.trim().parse()) {
+            seeds.push((seed, off));
+        }
+    }
+    seeds
+}
+
+/// `SIM_NOTIFICATIONS=off`: replay without release notifications.
+fn notifications_off() -> bool {
+    std::env::var("SIM_NOTIFICATIONS").is_ok_and(|v| v.trim() == "off")
 }
 
 /// Violations of known open defects (the reliability issue's), by the
@@ -51,10 +71,15 @@ fn explain(report: &Report) -> String {
     let path = dir.join(format!("seed-{}.jsonl", report.seed));
     let _ = std::fs::write(&path, report.history.join("\n") + "\n");
     let mut text = format!(
-        "seed {} failed:\n  {}\nreplay: SIM_SEED={} cargo test --features sim --test sim -- \
+        "seed {} failed:\n  {}\nreplay: {}SIM_SEED={} cargo test --features sim --test sim -- \
          --nocapture replay\nfaults ({}):\n",
         report.seed,
         report.violations.join("\n  "),
+        if report.notifications_off {
+            "SIM_NOTIFICATIONS=off "
+        } else {
+            ""
+        },
         report.seed,
         report.faults.len()
     );
@@ -68,9 +93,10 @@ fn explain(report: &Report) -> String {
 #[test]
 fn the_regression_seeds_pass() {
     let mut failed = Vec::new();
-    for seed in seeds_from(REGRESSION_SEEDS) {
+    for (seed, notifications_off) in seeds_from(REGRESSION_SEEDS) {
         let report = run(&Plan {
             seed,
+            notifications_off,
             ..Plan::default()
         });
         if !report.violations.is_empty() {
@@ -87,6 +113,7 @@ fn replay_one_seed() {
     };
     let report = run(&Plan {
         seed,
+        notifications_off: notifications_off(),
         ..Plan::default()
     });
     println!(
@@ -120,6 +147,7 @@ fn a_random_batch_finds_no_violation() {
         threads,
         limit,
         known_open,
+        notifications_off(),
     );
     for report in &summary.known {
         println!(
@@ -145,6 +173,11 @@ fn a_random_batch_finds_no_violation() {
             }
         }
     }
+    println!(
+        "ops_per_schedule={:.0} commands_per_schedule={:.0}",
+        summary.ops as f64 / summary.schedules.max(1) as f64,
+        summary.commands as f64 / summary.schedules.max(1) as f64
+    );
     println!("{}", summary.line());
     assert!(text.is_empty(), "{text}");
 }

@@ -21,6 +21,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Operations the clients finished, over all schedules.
     pub ops: u64,
+    /// Commands the simulated nodes ran, over all schedules.
+    pub commands: u64,
     /// Schedules whose every violation is a known open defect (`known`),
     /// with their reports: listed, not failed.
     pub known: Vec<Report>,
@@ -54,20 +56,22 @@ impl Summary {
 /// Runs seeds `first`, `first + 1`, ... on `threads` threads until
 /// `budget` is spent (at least one seed each), at most `limit` seeds. A
 /// schedule whose every violation `known` recognises (a known open
-/// defect) is listed apart and not shrunk.
+/// defect) is listed apart and not shrunk. With `notifications_off`,
+/// every client runs without release notifications.
 pub fn batch(
     first: u64,
     budget: Duration,
     threads: usize,
     limit: u64,
     known: fn(&str) -> bool,
+    notifications_off: bool,
 ) -> Summary {
     let started = Instant::now();
     let next = Arc::new(AtomicU64::new(first));
     let stop = Arc::new(AtomicBool::new(false));
     let failures = Arc::new(Mutex::new(Vec::new()));
     let known_open = Arc::new(Mutex::new(Vec::new()));
-    let counts = Arc::new(Mutex::new((0u64, 0u64, u64::MAX, 0u64)));
+    let counts = Arc::new(Mutex::new((0u64, 0u64, u64::MAX, 0u64, 0u64)));
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             let (next, stop, failures, counts) = (&next, &stop, &failures, &counts);
@@ -80,6 +84,7 @@ pub fn batch(
                     }
                     let report = run(&Plan {
                         seed,
+                        notifications_off,
                         ..Plan::default()
                     });
                     {
@@ -88,6 +93,7 @@ pub fn batch(
                         c.1 += report.ops as u64;
                         c.2 = c.2.min(seed);
                         c.3 = c.3.max(seed);
+                        c.4 += report.commands;
                     }
                     if !report.violations.is_empty() && report.violations.iter().all(|v| known(v)) {
                         known_open
@@ -108,7 +114,8 @@ pub fn batch(
             });
         }
     });
-    let (schedules, ops, low, high) = *counts.lock().unwrap_or_else(PoisonError::into_inner);
+    let (schedules, ops, low, high, commands) =
+        *counts.lock().unwrap_or_else(PoisonError::into_inner);
     let mut failures =
         std::mem::take(&mut *failures.lock().unwrap_or_else(PoisonError::into_inner));
     failures.sort_by_key(|r| r.seed);
@@ -121,6 +128,7 @@ pub fn batch(
         seeds: (if low == u64::MAX { first } else { low }, high),
         elapsed: started.elapsed(),
         ops,
+        commands,
     }
 }
 
@@ -139,6 +147,7 @@ pub fn shrink(report: &Report) -> Report {
             seed: report.seed,
             faults: Some(fewer.clone()),
             control: None,
+            notifications_off: report.notifications_off,
         });
         if !again.violations.is_empty() {
             faults = fewer;
@@ -147,6 +156,7 @@ pub fn shrink(report: &Report) -> Report {
     }
     best.unwrap_or_else(|| Report {
         seed: report.seed,
+        notifications_off: report.notifications_off,
         violations: report.violations.clone(),
         faults: report.faults.clone(),
         clients: report.clients.clone(),
