@@ -21,6 +21,18 @@ pub struct Fault {
     pub kind: FaultKind,
 }
 
+impl Fault {
+    /// How long its effects outlast it: a slow link's last message still
+    /// travels both ways at the slow pace, and what follows it on the
+    /// link waits behind it.
+    pub(crate) fn aftermath(&self) -> Duration {
+        match self.kind {
+            FaultKind::Slow { by, .. } => by * 2,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
 /// What a fault does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FaultKind {

@@ -51,11 +51,21 @@ pub(crate) fn misclassified(attempts: &Attempts) -> Option<String> {
             attempts.nodes().len()
         ));
     }
-    let borne_out = match reason {
-        Reason::Misconfigured => attempts.misconfigured() > 0,
-        Reason::Unavailable => attempts.refused() <= spare,
-        Reason::ValidityExhausted => attempts.granted() >= attempts.quorum(),
-        Reason::Contended => attempts.refused() > spare,
+    // The first reason that applies, in the documented precedence (a
+    // quorum granted too late is the one fact the answers do not show).
+    let failed = attempts.misconfigured() + attempts.unavailable();
+    let first = if attempts.misconfigured() > 0 && failed > spare {
+        Some(Reason::Misconfigured)
+    } else if reason == Reason::ValidityExhausted {
+        None
+    } else if attempts.refused() <= spare {
+        Some(Reason::Unavailable)
+    } else {
+        Some(Reason::Contended)
+    };
+    let borne_out = match first {
+        Some(first) => first == reason,
+        None => attempts.granted() >= attempts.quorum(),
     };
     (!borne_out).then(|| {
         format!(
@@ -87,11 +97,27 @@ mod tests {
 
     #[test]
     fn every_reason_the_library_gives_passes() {
-        use NodeOutcome::{Granted, Refused, TimedOut};
+        use NodeOutcome::{CountersUnknown, Granted, Refused, TimedOut};
         let rounds = [
             (vec![Refused, Refused, Refused, Granted, Granted], false),
             (vec![TimedOut, TimedOut, TimedOut, Granted, Granted], false),
             (vec![Granted, Granted, Granted, TimedOut, Refused], true),
+            // One misconfigured node among refusals: contended, as the
+            // failures alone leave a quorum possible.
+            (
+                vec![CountersUnknown, Refused, Refused, Refused, Granted],
+                false,
+            ),
+            // Failures past the spare nodes, one of them misconfigured.
+            (
+                vec![CountersUnknown, TimedOut, TimedOut, Refused, Granted],
+                false,
+            ),
+            // Validity exhausted, with one misconfigured node.
+            (
+                vec![CountersUnknown, Granted, Granted, Granted, Refused],
+                true,
+            ),
         ];
         for (outcomes, exhausted) in rounds {
             let round = attempts(&outcomes, exhausted);
