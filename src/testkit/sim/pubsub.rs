@@ -270,14 +270,20 @@ mod tests {
         tokio::time::timeout(wait, subscriber.next()).await.ok()
     }
 
+    /// One node, two clients: the first subscribed to channel `a`, the
+    /// second's link to publish on.
+    async fn listening_on_a() -> (Shared, Arc<Endpoint>, Box<dyn SimSubscriber>) {
+        let world: Shared = Arc::new(Mutex::new(World::new(7, 1, 2)));
+        let (listener, publisher) = (Endpoint::open(&world, 0, 0), Endpoint::open(&world, 1, 0));
+        let mut subscriber = listener.open_subscriber().await.unwrap();
+        subscriber.subscribe(&["a".to_owned()]).await.unwrap();
+        (world, publisher, subscriber)
+    }
+
     #[test]
     fn a_message_published_on_a_node_reaches_a_subscriber_of_its_channel_only() {
         runtime().block_on(async {
-            let world: Shared = Arc::new(Mutex::new(World::new(7, 1, 2)));
-            let (listener, publisher) =
-                (Endpoint::open(&world, 0, 0), Endpoint::open(&world, 1, 0));
-            let mut subscriber = listener.open_subscriber().await.unwrap();
-            subscriber.subscribe(&["a".to_owned()]).await.unwrap();
+            let (_world, publisher, mut subscriber) = listening_on_a().await;
             publish(&publisher, "b", "other").await;
             publish(&publisher, "a", "free").await;
             let got = next_within(&mut subscriber, Duration::from_secs(1)).await;
@@ -308,11 +314,7 @@ mod tests {
     #[test]
     fn a_blackholed_link_loses_the_messages_and_keeps_the_connection() {
         runtime().block_on(async {
-            let world: Shared = Arc::new(Mutex::new(World::new(7, 1, 2)));
-            let (listener, publisher) =
-                (Endpoint::open(&world, 0, 0), Endpoint::open(&world, 1, 0));
-            let mut subscriber = listener.open_subscriber().await.unwrap();
-            subscriber.subscribe(&["a".to_owned()]).await.unwrap();
+            let (world, publisher, mut subscriber) = listening_on_a().await;
             world::lock(&world).set_link(0, 0, LinkMode::Blackhole);
             publish(&publisher, "a", "lost").await;
             assert_eq!(
