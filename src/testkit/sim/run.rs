@@ -50,9 +50,9 @@ pub struct Plan {
     pub faults: Option<Vec<Fault>>,
     /// A negative control to run.
     pub control: Option<Control>,
-    /// Every client runs without release notifications (the schedule a
-    /// seed had before they were simulated); otherwise each client draws
-    /// them.
+    /// Every client runs without release notifications and without
+    /// re-seeding (the schedule a seed had before they were simulated);
+    /// otherwise each client draws both.
     pub notifications_off: bool,
 }
 
@@ -115,10 +115,16 @@ async fn schedule(plan: &Plan) -> Report {
     let mut plans = draw_clients(&mut draw, clients, guarded, mixed);
     if !plan.notifications_off {
         // From a side stream: every other draw is the same either way.
+        // A seed recorded before these settings were drawn runs without.
         let mut side = root.fork(0x6e6f_7469_6679);
         for client in &mut plans {
             let on = side.chance(0.5);
             client.config = client.config.clone().with_release_notifications(on);
+        }
+        let mut side = root.fork(0x7265_7365_6564);
+        for client in &mut plans {
+            let on = side.chance(0.3);
+            client.config = client.config.clone().with_reseed_restarted_nodes(on);
         }
     }
     // A well-configured guarded fleet is mostly brand new: its operator
