@@ -111,10 +111,14 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
                 remaining = ?held.remaining(),
                 "watchdog stops extending; the lock will expire"
             );
+            // Biased: a guard released at its deadline's instant ends the
+            // watch rather than being declared lost, whatever the runtime's
+            // draw.
             tokio::select! {
-                () = tokio::time::sleep_until(deadline) => {}
+                biased;
                 // Released, or lost some other way: either ends the watch.
                 _ = status.wait_for(|s| s.ended) => return,
+                () = tokio::time::sleep_until(deadline) => {}
             }
             declare_lost((&shared, &held), why);
             return;

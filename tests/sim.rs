@@ -201,8 +201,8 @@ fn one_seed_replays_the_same_history() {
 
 #[test]
 fn a_seed_with_release_notifications_replays_the_same_history() {
-    // Seeds whose waiters were woken by a release at the instant their
-    // pause ended: which of the two the wait saw was a coin toss.
+    // Seeds where two branches of a `tokio::select!` (a release heard, a
+    // pause ended) were ready at once: the runtime's random draw chose.
     for seed in [7032, 7063, 7082, 7084, 7086] {
         let plan = Plan {
             seed,

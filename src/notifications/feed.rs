@@ -124,7 +124,10 @@ pub(super) async fn run_feed(
     loop {
         if !stale {
             match conn.as_mut() {
+                // Biased (messages first): the order never depends on the
+                // runtime's draw.
                 Some(connection) => tokio::select! {
+                    biased;
                     message = connection.next() => match message {
                         Some((channel, payload)) => {
                             let Some(inner) = inner.upgrade() else { return };

@@ -179,9 +179,12 @@ impl Interest {
         // A waiter that outlived the runtime of the feeds brings them back.
         start_feeds(&self.inner);
         let woken = future::select_all(self.notifies.iter().map(|n| n.notified().boxed()));
+        // Biased: a release heard at the very instant the pause ends wakes
+        // the waiter, whatever the runtime's draw (a replay sees the same).
         tokio::select! {
-            () = tokio::time::sleep_until(deadline) => false,
+            biased;
             _ = woken => true,
+            () = tokio::time::sleep_until(deadline) => false,
         }
     }
 }
