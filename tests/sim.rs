@@ -183,19 +183,25 @@ fn a_random_batch_finds_no_violation() {
     assert!(text.is_empty(), "{text}");
 }
 
+/// Runs `seed` twice in this process; the two histories must be equal.
+fn run_twice(seed: u64) -> Report {
+    let plan = Plan {
+        seed,
+        ..Plan::default()
+    };
+    let (a, b) = (run(&plan), run(&plan));
+    assert_eq!(
+        a.history, b.history,
+        "seed {seed}: the same seed gave two histories"
+    );
+    a
+}
+
 #[test]
 fn one_seed_replays_the_same_history() {
     for seed in 0..5 {
-        let plan = Plan {
-            seed,
-            ..Plan::default()
-        };
-        let (a, b) = (run(&plan), run(&plan));
-        assert_eq!(
-            a.history, b.history,
-            "seed {seed}: the same seed gave two histories"
-        );
-        assert!(a.ops > 0, "seed {seed} ran no operation");
+        let report = run_twice(seed);
+        assert!(report.ops > 0, "seed {seed} ran no operation");
     }
 }
 
@@ -204,15 +210,7 @@ fn a_seed_with_release_notifications_replays_the_same_history() {
     // Seeds where two branches of a `tokio::select!` (a release heard, a
     // pause ended) were ready at once: the runtime's random draw chose.
     for seed in [7032, 7063, 7082, 7084, 7086] {
-        let plan = Plan {
-            seed,
-            ..Plan::default()
-        };
-        let (a, b) = (run(&plan), run(&plan));
-        assert_eq!(
-            a.history, b.history,
-            "seed {seed}: the same seed gave two histories"
-        );
+        run_twice(seed);
     }
 }
 
