@@ -39,9 +39,9 @@ pub(crate) trait SimSubscriber: Send {
     /// Unsubscribes from `channels`, once the node confirms.
     fn unsubscribe<'a>(&'a mut self, channels: &'a [String]) -> RedisFuture<'a, ()>;
 
-    /// The next message as (channel, payload); `None` once the connection
-    /// is lost. Cancel safe.
-    fn next(&mut self) -> futures_util::future::BoxFuture<'_, Option<(String, Vec<u8>)>>;
+    /// The next message, as redis's pub/sub stream gives it; `None` once
+    /// the connection is lost. Cancel safe.
+    fn next(&mut self) -> futures_util::future::BoxFuture<'_, Option<redis::Msg>>;
 }
 
 impl ConnectionLike for Link {

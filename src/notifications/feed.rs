@@ -129,9 +129,9 @@ pub(super) async fn run_feed(
                 Some(connection) => tokio::select! {
                     biased;
                     message = connection.next() => match message {
-                        Some((channel, payload)) => {
+                        Some(message) => {
                             let Some(inner) = inner.upgrade() else { return };
-                            inner.announce(&channel, &payload);
+                            inner.announce(message.get_channel_name(), message.get_payload_bytes());
                         }
                         None => {
                             // Node restarted, connection killed: connect

@@ -5,7 +5,7 @@
 
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
-use redis::{Client, RedisResult};
+use redis::{Client, Msg, RedisResult};
 
 /// Opens one node's pub/sub connections.
 // The second variant exists only in simulation builds, where a few bytes
@@ -73,18 +73,14 @@ impl Connection {
         }
     }
 
-    /// The next message as (channel, payload); `None` once the connection
-    /// is lost.
+    /// The next message; `None` once the connection is lost.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: a message is never half taken.
-    pub(super) async fn next(&mut self) -> Option<(String, Vec<u8>)> {
+    pub(super) async fn next(&mut self) -> Option<Msg> {
         match self {
-            Connection::Real(_, stream) => stream.next().await.map(|message| {
-                let channel = message.get_channel_name().to_owned();
-                (channel, message.get_payload_bytes().to_vec())
-            }),
+            Connection::Real(_, stream) => stream.next().await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.next().await,
         }

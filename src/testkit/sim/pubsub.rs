@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use redis::{RedisFuture, RedisResult};
+use redis::{Msg, RedisFuture, RedisResult, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -218,7 +218,7 @@ impl SimSubscriber for Subscription {
         Box::pin(self.command(channels, false))
     }
 
-    fn next(&mut self) -> BoxFuture<'_, Option<(String, Vec<u8>)>> {
+    fn next(&mut self) -> BoxFuture<'_, Option<Msg>> {
         Box::pin(async move {
             if self.next.is_none() {
                 self.next = Some(self.pushes.recv().await?);
@@ -226,10 +226,11 @@ impl SimSubscriber for Subscription {
             let at = self.next.as_ref()?.at;
             tokio::time::sleep_until(at).await;
             let push = self.next.take()?;
-            Some((
-                String::from_utf8_lossy(&push.channel).into_owned(),
-                push.payload,
-            ))
+            Msg::from_owned_value(Value::Array(vec![
+                Value::BulkString(b"message".to_vec()),
+                Value::BulkString(push.channel),
+                Value::BulkString(push.payload),
+            ]))
         })
     }
 }
@@ -267,7 +268,13 @@ mod tests {
         subscriber: &mut Box<dyn SimSubscriber>,
         wait: Duration,
     ) -> Option<Option<(String, Vec<u8>)>> {
-        tokio::time::timeout(wait, subscriber.next()).await.ok()
+        let message = tokio::time::timeout(wait, subscriber.next()).await.ok()?;
+        Some(message.map(|m| {
+            (
+                m.get_channel_name().to_owned(),
+                m.get_payload_bytes().to_vec(),
+            )
+        }))
     }
 
     /// One node, two clients: the first subscribed to channel `a`, the
