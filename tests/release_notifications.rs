@@ -179,6 +179,47 @@ async fn when_nodes_refuse_pub_sub_locks_and_releases_still_work_through_the_ret
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_heard_from_fewer_than_a_quorum_of_nodes_still_wakes_the_waiter() {
+    // Needs local nodes: it changes their ACL. Three of five nodes refuse
+    // pub/sub, so only two can announce the release: the waiter is woken
+    // by the first, and sends its SET to the silent nodes half a node
+    // timeout later, not a retry delay later.
+    let cluster = cluster(5);
+    let urls = cluster.urls();
+    for url in &cluster.direct_urls()[..3] {
+        let acl = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("default")
+            .arg("resetchannels")
+            .clone();
+        query::<()>(url, &acl).expect("ACL SETUSER");
+    }
+    let delay = Duration::from_secs(5);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-minority");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    let subscribed = eventually(Duration::from_secs(5), || {
+        urls[3..]
+            .iter()
+            .all(|u| subscribers(u, &channel(&resource)) == 1)
+    })
+    .await;
+    assert!(
+        subscribed,
+        "the waiter never subscribed on the two open nodes"
+    );
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let (result, acquired_at) = waiter.await.expect("waiter task");
+    let guard = result.expect("the waiter acquires");
+    let waited = acquired_at - released_at;
+    assert!(waited < delay / 2, "slept its retry delay: {waited:?}");
+    guard.release().await.expect("second release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_that_give_up_or_are_cancelled_leave_no_subscription_behind() {
     let nodes = nodes();
     let urls = nodes.urls();
