@@ -173,8 +173,11 @@
 //! of the `Redlock`; the clean-up of its failed attempt marks the holder's
 //! value as awaited (a `+` appended, which every script reads as the same
 //! holder). A release publishes on the channel only when it deletes a
-//! marked value: releases nobody waits for cost no `PUBLISH`. One waiter is woken per release (in arrival order), once a
-//! quorum of nodes has announced it; the others keep their place for later
+//! marked value: releases nobody waits for cost no `PUBLISH`. One waiter is
+//! woken per release (in arrival order), at the first node's announcement;
+//! its next attempt sends its `SET` to each node as soon as that node has
+//! announced the release (to all once a quorum has, and to a silent node
+//! half a node timeout later). The others keep their place for later
 //! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or
 //! refuses `SUBSCRIBE`, only means waiting as without notifications, and

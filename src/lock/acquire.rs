@@ -52,6 +52,8 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
+    // The hand-off of the release that woke this call, if one did.
+    let mut heard = Gates::default();
     // Per node, when the last failed attempt's clean-up was sent.
     let mut cleaned = Gates::default();
     // A failed attempt marks the locks it lost as awaited if this call
@@ -66,10 +68,11 @@ pub(crate) async fn acquire(
         let started = Instant::now();
         let locks = (&resources, &keys);
         let after = shared.follow(&keys, &cleaned);
+        let follow = (&after, &std::mem::take(&mut heard));
         let outcome = async {
             match kind {
-                Kind::Fenced => fenced::attempt(shared, locks, &ttl, mark, &after).await,
-                kind => attempt(shared, locks, &ttl, (kind, owner, mark), &after).await,
+                Kind::Fenced => fenced::attempt(shared, locks, &ttl, mark, follow).await,
+                kind => attempt(shared, locks, &ttl, (kind, owner, mark), follow).await,
             }
         }
         .instrument(span.clone())
@@ -127,30 +130,38 @@ pub(crate) async fn acquire(
             Some(interest) => interest.wait_until(wake_at).await,
             None => {
                 tokio::time::sleep_until(wake_at).await;
-                false
+                None
             }
         };
-        pause_ends = woken.then_some(wake_at);
+        pause_ends = woken.is_some().then_some(wake_at);
+        heard = woken.unwrap_or_default();
     }
 }
 
 /// One attempt of a plain or reentrant lock with a fresh value; on
 /// failure everything is released (in the background). With `mark`, a
-/// failed attempt marks the locks it lost as awaited. Each node's call follows that node's gate in `after` (the
-/// deletes of this lock not yet sent there: [`Shared::follow`]).
+/// failed attempt marks the locks it lost as awaited. Each node's call
+/// follows that node's gate in `after` (the deletes of this lock not yet
+/// sent there: [`Shared::follow`]) and in `heard` (the release this attempt
+/// was woken by, heard from that node: [`Chain::after_heard`]).
+///
+/// [`Chain::after_heard`]: crate::quorum::Chain::after_heard
 async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     (kind, owner, mark): (Kind, Option<&str>, bool),
-    after: &Gates,
+    (after, heard): (&Gates, &Gates),
 ) -> std::result::Result<Held, Failure> {
     let value: Arc<str> = kind.fresh_value(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let guard = shared.restart_guard();
     let request = Request::acquire(kind, keys, (owner, &value), &ttl.millis, guard);
-    let after = (Leftover::Finish, shared.chain(after));
+    let after = (
+        Leftover::Finish,
+        shared.chain(after).after_heard(Some(heard)),
+    );
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);

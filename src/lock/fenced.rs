@@ -54,13 +54,15 @@ pub(crate) fn next_tokens(
 /// One fenced attempt with a fresh value; on failure everything is released
 /// (in the background). With `mark`, a failed attempt marks the locks it
 /// lost as awaited. Each node's call follows that node's gate in `after`
-/// (the deletes of this lock not yet sent there: [`Shared::follow`]).
+/// (the deletes of this lock not yet sent there: [`Shared::follow`]) and
+/// in `heard` (the release this attempt was woken by, heard from that
+/// node: [`Chain::after_heard`](crate::quorum::Chain::after_heard)).
 pub(crate) async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     mark: bool,
-    after: &Gates,
+    (after, heard): (&Gates, &Gates),
 ) -> Result<Held, Failure> {
     let prefix = shared.config.key_prefix();
     let all_keys: Arc<[String]> = keys
@@ -75,7 +77,10 @@ pub(crate) async fn attempt(
     let start = Instant::now();
     let guard = shared.restart_guard();
     let request = Request::acquire(Kind::Fenced, &all_keys, (None, &value), &ttl.millis, guard);
-    let chained = (Leftover::Finish, shared.chain(after));
+    let chained = (
+        Leftover::Finish,
+        shared.chain(after).after_heard(Some(heard)),
+    );
     let read = (
         counters_known as fn(_) -> _,
         Option::is_some as fn(&_) -> bool,

@@ -134,6 +134,7 @@ impl Shared {
             background: &self.background,
             late: Late::Drop,
             sent: None,
+            heard: None,
         }
     }
 

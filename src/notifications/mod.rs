@@ -21,14 +21,18 @@
 //! and connects again with an exponential backoff, never once per change.
 //!
 //! A release wakes ONE local waiter of the resource (FIFO, through
-//! [`Notify::notify_one`]), once a quorum of nodes has announced it: the
-//! lock is then free on a quorum, so the waiter's attempt can succeed (an
-//! attempt made on the first node's announcement could race the deletes
-//! still under way on the others, fail, and leave the waiter asleep). The
-//! other waiters keep their place and get the next releases, so a hand-off
-//! costs one attempt, not a stampede. Where fewer than a quorum of nodes
-//! can deliver messages (some refuse `SUBSCRIBE`), waiters wake on their
-//! retry delay. Everything
+//! [`Notify::notify_one`]) at its first node's announcement, with a
+//! hand-off: per node, a gate that opens once that node has announced the
+//! release (every gate once a quorum of nodes has, and at the latest half
+//! a node timeout after the first announcement). The waiter's next
+//! attempt sends its `SET` to each node as its gate opens, so a hot lock
+//! changes hands in about one round after the release reaches the nodes,
+//! not two: the `SET`s overlap the release's own round, and none lands on
+//! a node that still holds the old lock (such an attempt could fail, and
+//! leave the waiter asleep). The other waiters keep their place and get
+//! the next releases, so a hand-off costs one attempt, not a stampede.
+//! Where no node can deliver messages (they refuse `SUBSCRIBE`), waiters
+//! wake on their retry delay. Everything
 //! here is best effort: a node that cannot be reached, refuses `SUBSCRIBE`
 //! or drops a message only means that waiters sleep their retry delay, as
 //! they would without notifications. Nothing here ever delays or fails an
@@ -49,6 +53,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use crate::quorum::Gates;
 use registry::{Entry, Feed, Inner};
 
 /// Starts every feed that is not running on the current runtime: all of
@@ -173,9 +178,19 @@ pub(crate) struct Interest {
 }
 
 impl Interest {
-    /// Sleeps until `deadline` or until a release of one of the resources
-    /// is heard; true when woken by a release.
-    pub(crate) async fn wait_until(&self, deadline: Instant) -> bool {
+    /// Sleeps until `deadline` (`None`) or until a release of one of the
+    /// resources is heard: then `Some` of the hand-off, the gates the
+    /// next attempt's call to each node waits for (open once that node
+    /// has announced the release: [`Chain::after_heard`]). A waiter of
+    /// several resources, or one woken by a (re)subscription, gets gates
+    /// that wait for nothing.
+    ///
+    /// [`Chain::after_heard`]: crate::quorum::Chain::after_heard
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a wake-up is taken only when this returns it.
+    pub(crate) async fn wait_until(&self, deadline: Instant) -> Option<Gates> {
         // A waiter that outlived the runtime of the feeds brings them back.
         start_feeds(&self.inner);
         let woken = future::select_all(self.notifies.iter().map(|n| n.notified().boxed()));
@@ -183,8 +198,14 @@ impl Interest {
         // the waiter, whatever the runtime's draw (a replay sees the same).
         tokio::select! {
             biased;
-            _ = woken => true,
-            () = tokio::time::sleep_until(deadline) => false,
+            _ = woken => {
+                let offer = match &*self.channels {
+                    [channel] => self.inner.take_offer(channel),
+                    _ => None,
+                };
+                Some(offer.unwrap_or_default())
+            }
+            () = tokio::time::sleep_until(deadline) => None,
         }
     }
 }
@@ -215,18 +236,57 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_release_announced_by_every_node_counts_once() {
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
+
+    #[tokio::test]
+    async fn a_release_announced_by_every_node_counts_once() {
         let mut entry = Entry::new();
-        assert!(entry.announcement(b"v1", 1));
-        assert!(!entry.announcement(b"v1", 1));
-        assert!(entry.announcement(b"v2", 1));
+        assert!(entry.announcement(0, b"v1", (5, 3), later()));
+        for node in 0..5 {
+            assert!(!entry.announcement(node, b"v1", (5, 3), later()));
+        }
+        assert!(entry.announcement(0, b"v2", (5, 3), later()));
         for i in 0..RECENT {
-            assert!(entry.announcement(format!("x{i}").as_bytes(), 1));
+            assert!(entry.announcement(1, format!("x{i}").as_bytes(), (5, 3), later()));
         }
         assert_eq!(entry.recent.len(), RECENT);
+        assert_eq!(entry.offered.len(), RECENT);
         // Forgotten after RECENT newer releases.
-        assert!(entry.announcement(b"v1", 1));
+        assert!(entry.announcement(0, b"v1", (5, 3), later()));
+    }
+
+    #[tokio::test]
+    async fn a_hand_off_opens_each_nodes_gate_when_that_node_announces_and_all_at_a_quorum() {
+        let mut entry = Entry::new();
+        assert!(entry.announcement(2, b"v", (5, 3), later()));
+        let gates = entry.take_offer().unwrap();
+        let open = |gates: &Gates| (0..5).map(|n| gates.is_open(n)).collect::<Vec<_>>();
+        assert_eq!(open(&gates), [false, false, true, false, false]);
+        assert!(!entry.announcement(0, b"v", (5, 3), later()));
+        assert_eq!(open(&gates), [true, false, true, false, false]);
+        // A node heard twice is still one node.
+        assert!(!entry.announcement(0, b"v", (5, 3), later()));
+        assert_eq!(open(&gates), [true, false, true, false, false]);
+        // The third node: the lock is free on a quorum, every gate opens.
+        assert!(!entry.announcement(4, b"v", (5, 3), later()));
+        assert_eq!(open(&gates), [true; 5]);
+        assert!(entry.take_offer().is_none(), "one hand-off per release");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_node_never_heard_from_gets_the_set_at_the_hand_offs_bound() {
+        let mut entry = Entry::new();
+        let until = Instant::now() + Duration::from_millis(50);
+        assert!(entry.announcement(1, b"v", (5, 3), until));
+        let gates = entry.take_offer().unwrap();
+        gates.opened(3).await;
+        assert_eq!(Instant::now(), until);
+        assert!(!gates.is_open(3) && gates.expired());
+        // An offer past its bound waits for nothing: none is handed out.
+        assert!(entry.announcement(1, b"w", (5, 3), until));
+        assert!(entry.take_offer().is_none());
     }
 
     #[tokio::test]
@@ -256,25 +316,25 @@ mod tests {
         // Register both waiters (in this order) before the announcement.
         assert!(futures_util::poll!(&mut w1).is_pending());
         assert!(futures_util::poll!(&mut w2).is_pending());
-        for _node in 0..5 {
-            notifications.inner.announce("c", b"value-1");
+        for node in 0..5 {
+            notifications.inner.announce(node, "c", b"value-1");
         }
         assert!(matches!(
             futures_util::poll!(&mut w1),
-            std::task::Poll::Ready(true)
+            std::task::Poll::Ready(Some(_))
         ));
         assert!(futures_util::poll!(&mut w2).is_pending());
-        notifications.inner.announce("c", b"value-2");
+        notifications.inner.announce(0, "c", b"value-2");
         assert!(matches!(
             futures_util::poll!(&mut w2),
-            std::task::Poll::Ready(true)
+            std::task::Poll::Ready(Some(_))
         ));
     }
 
     #[tokio::test]
-    async fn a_release_wakes_a_waiter_only_once_a_quorum_of_nodes_announced_it() {
-        // Five nodes, quorum three: the first deletes can land while the
-        // others still hold the key, and an attempt made then fails.
+    async fn a_release_wakes_a_waiter_at_its_first_announcement_with_that_nodes_gate_open() {
+        // Five nodes, quorum three: the waiter's SET goes to each node once
+        // that node has deleted the lock, not to all at once.
         let clients: Vec<Client> = (1..=5)
             .map(|port| Client::open(format!("redis://127.0.0.1:{port}/")).unwrap())
             .collect();
@@ -285,26 +345,31 @@ mod tests {
             3,
         );
         let interest = notifications.interest(vec!["c".to_owned()]);
-        let far = Instant::now() + Duration::from_secs(30);
-        let mut waiting = Box::pin(interest.wait_until(far));
+        let mut waiting = Box::pin(interest.wait_until(later()));
         assert!(futures_util::poll!(&mut waiting).is_pending());
-        notifications.inner.announce("c", b"value-1");
-        notifications.inner.announce("c", b"value-1");
-        assert!(
-            futures_util::poll!(&mut waiting).is_pending(),
-            "woken before a quorum"
-        );
-        notifications.inner.announce("c", b"value-1");
-        assert!(matches!(
-            futures_util::poll!(&mut waiting),
-            std::task::Poll::Ready(true)
-        ));
+        notifications.inner.announce(3, "c", b"value-1");
+        let std::task::Poll::Ready(Some(gates)) = futures_util::poll!(&mut waiting) else {
+            panic!("not woken by the first announcement");
+        };
+        assert!(gates.is_open(3));
+        assert!(!gates.is_open(0) && !gates.is_open(4));
+        notifications.inner.announce(0, "c", b"value-1");
+        assert!(gates.is_open(0) && !gates.is_open(4));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_of_several_resources_gets_a_hand_off_that_waits_for_nothing() {
+        let notifications = registry();
+        let interest = notifications.interest(vec!["c".to_owned(), "d".to_owned()]);
+        notifications.inner.announce(0, "d", b"v");
+        let gates = interest.wait_until(later()).await.unwrap();
+        assert!(gates.is_open(0) && gates.is_open(1));
     }
 
     #[tokio::test]
     async fn an_announcement_for_a_resource_nobody_awaits_is_ignored() {
         let notifications = registry();
-        notifications.inner.announce("nobody", b"v");
+        notifications.inner.announce(0, "nobody", b"v");
         assert!(notifications.inner.entries().is_empty());
     }
 
@@ -316,7 +381,7 @@ mod tests {
         let woken = interest
             .wait_until(start + Duration::from_millis(200))
             .await;
-        assert!(!woken);
+        assert!(woken.is_none());
         assert!(start.elapsed() >= Duration::from_millis(200));
     }
 
@@ -327,7 +392,7 @@ mod tests {
         notifications.inner.subscribed("c");
         notifications.inner.subscribed("c");
         let soon = Instant::now() + Duration::from_secs(30);
-        assert!(interest.wait_until(soon).await);
+        assert!(interest.wait_until(soon).await.is_some());
         let mut again = Box::pin(interest.wait_until(soon));
         assert!(futures_util::poll!(&mut again).is_pending());
     }
@@ -418,10 +483,10 @@ mod tests {
         let interest = notifications.interest(vec!["c".to_owned()]);
         notifications.inner.subscribed("c");
         let soon = Instant::now() + Duration::from_secs(30);
-        assert!(interest.wait_until(soon).await);
+        assert!(interest.wait_until(soon).await.is_some());
         for _reconnection in 0..2 {
             notifications.inner.resubscribed("c");
-            assert!(interest.wait_until(soon).await);
+            assert!(interest.wait_until(soon).await.is_some());
         }
         let mut again = Box::pin(interest.wait_until(soon));
         assert!(futures_util::poll!(&mut again).is_pending());

@@ -7,17 +7,36 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+use crate::quorum::{Gates, Opener};
 
 /// How many recent release values each resource remembers, to wake one
-/// waiter per release, once a quorum of nodes announced it.
+/// waiter per release and to open its hand-off's gates as more nodes
+/// announce it.
 pub(super) const RECENT: usize = 16;
+
+/// One release heard on a resource's channel.
+pub(super) struct Release {
+    value: Box<[u8]>,
+    /// Per node: it announced this release.
+    heard: Box<[bool]>,
+    /// Per node not heard yet, the opener of its gate in the hand-off
+    /// offered for this release; all dropped (every gate open) once a
+    /// quorum of nodes has announced it.
+    openers: Vec<Option<Opener>>,
+}
 
 /// The waiters of one resource.
 pub(super) struct Entry {
     pub(super) notify: Arc<Notify>,
     pub(super) waiters: usize,
-    /// Release values announced, oldest first, with how many nodes did.
-    pub(super) recent: VecDeque<(Box<[u8]>, usize)>,
+    /// Releases announced, oldest first.
+    pub(super) recent: VecDeque<Release>,
+    /// The hand-offs offered to the waiters woken, newest last: per node,
+    /// a gate that opens once that node has announced the release (see
+    /// [`Entry::announcement`]).
+    pub(super) offered: VecDeque<Gates>,
     /// Subscribed on at least one node since the entry was created.
     pub(super) live: bool,
 }
@@ -28,23 +47,66 @@ impl Entry {
             notify: Arc::new(Notify::new()),
             waiters: 0,
             recent: VecDeque::with_capacity(RECENT),
+            offered: VecDeque::new(),
             live: false,
         }
     }
 
-    /// Records one node's announcement of the release of `value`; true
-    /// when it is the `needed`-th (the lock is then free on a quorum, and
-    /// an attempt can get it), never again for the same release.
-    pub(super) fn announcement(&mut self, value: &[u8], needed: usize) -> bool {
-        if let Some((_, count)) = self.recent.iter_mut().find(|(v, _)| &**v == value) {
-            *count += 1;
-            return *count == needed;
+    /// Records node `node`'s announcement of the release of `value` (of
+    /// `nodes`, `quorum` of them needed to grant the lock); true on the
+    /// first announcement of a release, never again for the same release:
+    /// one waiter is then woken, with a hand-off. Its gates open node by
+    /// node as each node announces the release, all of them once a quorum
+    /// has, and at the latest at `until`: the waiter's `SET` goes to each
+    /// node as soon as that node has deleted the lock.
+    pub(super) fn announcement(
+        &mut self,
+        node: usize,
+        value: &[u8],
+        (nodes, quorum): (usize, usize),
+        until: Instant,
+    ) -> bool {
+        if let Some(release) = self.recent.iter_mut().find(|r| &*r.value == value) {
+            release.heard_from(node, quorum);
+            return false;
         }
         if self.recent.len() == RECENT {
             self.recent.pop_front();
         }
-        self.recent.push_back((value.into(), 1));
-        needed <= 1
+        let gates = Gates::closed(nodes, until);
+        let mut release = Release {
+            value: value.into(),
+            heard: vec![false; nodes].into(),
+            openers: (0..nodes).map(|index| Some(gates.opener(index))).collect(),
+        };
+        release.heard_from(node, quorum);
+        self.recent.push_back(release);
+        if self.offered.len() == RECENT {
+            self.offered.pop_front();
+        }
+        self.offered.push_back(gates);
+        true
+    }
+
+    /// The hand-off for a waiter just woken: the newest offered, unless
+    /// its gates have all opened at their bound already (none then).
+    pub(super) fn take_offer(&mut self) -> Option<Gates> {
+        self.offered.pop_back().filter(|gates| !gates.expired())
+    }
+}
+
+impl Release {
+    /// Opens `node`'s gate; every gate once a quorum of nodes is heard.
+    fn heard_from(&mut self, node: usize, quorum: usize) {
+        if let Some(heard) = self.heard.get_mut(node) {
+            *heard = true;
+        }
+        if let Some(opener) = self.openers.get_mut(node) {
+            *opener = None;
+        }
+        if self.heard.iter().filter(|heard| **heard).count() >= quorum {
+            self.openers.clear();
+        }
     }
 }
 
@@ -61,7 +123,7 @@ pub(super) struct Inner {
     pub(super) timeout: Duration,
     /// The bound on opening a pub/sub connection.
     pub(super) connect_timeout: Duration,
-    /// Announcements of one release that wake a waiter.
+    /// Announcements of one release that free the lock on a quorum.
     pub(super) quorum: usize,
     /// Waiters per channel: its keys are the wanted set.
     pub(super) entries: Mutex<HashMap<String, Entry>>,
@@ -94,14 +156,24 @@ impl Inner {
         }
     }
 
-    /// A node announced the release of `value` on `channel`: once a
-    /// quorum of nodes did, wakes one waiter, once per release.
-    pub(super) fn announce(&self, channel: &str, value: &[u8]) {
+    /// Node `node` announced the release of `value` on `channel`: the
+    /// first announcement of a release wakes one waiter, with a hand-off
+    /// ([`Entry::announcement`]) whose unheard gates open at the latest
+    /// half a node timeout from now.
+    pub(super) fn announce(&self, node: usize, channel: &str, value: &[u8]) {
+        let nodes = (self.sources.len(), self.quorum);
+        let until = Instant::now() + self.timeout / 2;
         if let Some(entry) = self.entries().get_mut(channel)
-            && entry.announcement(value, self.quorum)
+            && entry.announcement(node, value, nodes, until)
         {
             entry.notify.notify_one();
         }
+    }
+
+    /// The hand-off for a waiter of `channel` just woken (none: it tries
+    /// every node at once).
+    pub(super) fn take_offer(&self, channel: &str) -> Option<Gates> {
+        self.entries().get_mut(channel).and_then(Entry::take_offer)
     }
 
     /// `channel` is now subscribed on a node. The first time, one waiter
@@ -112,6 +184,7 @@ impl Inner {
             && !entry.live
         {
             entry.live = true;
+            entry.offered.clear();
             entry.notify.notify_one();
         }
     }
@@ -122,6 +195,7 @@ impl Inner {
     pub(super) fn resubscribed(&self, channel: &str) {
         if let Some(entry) = self.entries().get_mut(channel) {
             entry.live = true;
+            entry.offered.clear();
             entry.notify.notify_one();
         }
     }

@@ -163,7 +163,8 @@ impl<T, C: Future<Output = Answer<T>>> Calls<C> {
 ///
 /// The round is decided by one deadline: the node timeout from its start.
 /// A node that has not answered by then, still busy with its call of the
-/// round before ([`Chain::after`]) or not, counts as timed out. Its call is
+/// round before ([`Chain::after`]), waiting to hear a release from it
+/// ([`Chain::heard`]) or not, counts as timed out. Its call is
 /// dropped then; with [`Late::Keep`], no call is: one that had to wait
 /// for the node's previous call is sent once that call is over and has a
 /// node timeout of its own, and every call still in flight goes on for one
@@ -196,9 +197,13 @@ where
         let answer = sent_then(call(node), chain.sent.map(|sent| sent.opener(index)));
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
+        let heard = chain.heard.filter(|heard| !heard.is_open(index)).cloned();
         Some(async move {
             // Dropped when this call is over, or dropped unsent.
             let _open = open;
+            if let Some(heard) = heard {
+                heard.opened(index).await;
+            }
             if let Some(before) = before {
                 before.opened(index).await;
                 if keep {

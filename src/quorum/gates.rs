@@ -52,6 +52,13 @@ impl Gates {
         }
     }
 
+    /// True once the round's deadline has passed: every gate is open.
+    pub(crate) fn expired(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|state| state.until <= Instant::now())
+    }
+
     /// True when some node's gate is still closed (its call not over).
     pub(crate) fn any_closed(&self) -> bool {
         self.0

@@ -12,7 +12,7 @@ use crate::error::{NodeOutcome, NodeReport};
 use crate::node::Node;
 
 pub(crate) use fan_out::fan_out;
-pub(crate) use gates::{Gates, WeakGates};
+pub(crate) use gates::{Gates, Opener, WeakGates};
 
 /// Where a round fits among the rounds of one lock.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +32,10 @@ pub(crate) struct Chain<'a> {
     /// has been sent (handed to the node's connection), not answered: a
     /// round that must only follow it on the connection waits no longer.
     pub(crate) sent: Option<&'a Gates>,
+    /// When set, each node's call also waits for that node's gate here:
+    /// the release it waits for has been heard from that node
+    /// ([`Chain::after_heard`]).
+    pub(crate) heard: Option<&'a Gates>,
 }
 
 impl<'a> Chain<'a> {
@@ -47,6 +51,13 @@ impl<'a> Chain<'a> {
     /// been sent ([`Chain::sent`]).
     pub(crate) fn telling_sent(self, sent: Option<&'a Gates>) -> Self {
         Chain { sent, ..self }
+    }
+
+    /// This chain, each node's call waiting first for its gate in `heard`
+    /// (a hot lock's hand-off: a node's `SET` goes out as soon as that node
+    /// has announced the release, not once a quorum has).
+    pub(crate) fn after_heard(self, heard: Option<&'a Gates>) -> Self {
+        Chain { heard, ..self }
     }
 }
 
