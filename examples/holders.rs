@@ -1,0 +1,209 @@
+//! Many held locks, each auto-extended: what each held lock costs.
+//!
+//! For each size in `HOLDERS` (default `1000 10000`), on five local nodes:
+//! takes that many locks with `try_lock`, turns on auto-extension on each,
+//! and prints
+//! - client memory per held lock (resident set size, from
+//!   `/proc/self/statm`, after the locks were taken minus before);
+//! - over `SECS` seconds of holding (default 8): extension rounds per
+//!   second, client CPU per extension round, and per extended lock the
+//!   servers' CPU (`/proc/<pid>/stat` of the five `redis-server`s) and
+//!   their script time (`INFO commandstats`, `usec` of `EVALSHA`);
+//! - over `PROBE_SECS` more (default 3), while the locks are still held and
+//!   extended: `try_lock` + release of a new resource every 5 ms, its
+//!   latency p50 and p99;
+//! - how many of the held locks were lost (the watchdog gave up, or the
+//!   guard's validity ran out): must be 0.
+//!
+//! ```text
+//! cargo run --release --features testkit --example holders
+//! HOLDERS="1000 10000 100000" TTL_MS=30000 SECS=40 cargo run --release --features testkit --example holders
+//! ```
+//!
+//! `TTL_MS` (default 3000) is each lock's TTL: the watchdog extends a lock
+//! when a third of it is left, so about every `2/3 x TTL`. One process,
+//! two runtime threads; the servers run on the same two cores.
+
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use redquorum::testkit::Nodes;
+use redquorum::{LockGuard, Redlock};
+use tokio::time::Instant;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Resident set size in bytes (Linux), or 0 when unknown.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(4096)
+}
+
+/// User + system CPU time of a process (`self` or a pid), from
+/// `/proc/<pid>/stat`; zero when unknown.
+fn cpu_time(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let field = |n: usize| -> u64 {
+        rest.split_whitespace()
+            .nth(n)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks = field(11) + field(12);
+    // SAFETY: sysconf only reads a system constant.
+    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Duration::from_secs_f64(ticks as f64 / per_sec.max(1) as f64)
+}
+
+/// `EVALSHA` calls and their total time in microseconds on one node since
+/// its last `CONFIG RESETSTAT`.
+fn evalsha_stats(conn: &mut redis::Connection) -> (u64, u64) {
+    let info: redis::RedisResult<redis::InfoDict> =
+        redis::cmd("INFO").arg("commandstats").query(conn);
+    let line: String = info
+        .ok()
+        .and_then(|info| info.get("cmdstat_evalsha"))
+        .unwrap_or_default();
+    let value = |name: &str| -> u64 {
+        line.split(',')
+            .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (value("calls"), value("usec"))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len().saturating_sub(1)) as f64 * p) as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sizes: Vec<usize> = std::env::var("HOLDERS")
+        .unwrap_or_else(|_| "1000 10000".to_owned())
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let ttl = Duration::from_millis(env_u64("TTL_MS", 3000));
+    let secs = Duration::from_secs(env_u64("SECS", 8));
+    let probe_secs = Duration::from_secs(env_u64("PROBE_SECS", 3));
+    let nodes = Nodes::from_env(5)?;
+    let cluster = nodes
+        .local()
+        .ok_or("needs local nodes (unset REDQUORUM_NODES)")?;
+    let pids: Vec<String> = (0..cluster.len())
+        .filter_map(|i| cluster.pid(i).map(|p| p.to_string()))
+        .collect();
+    let mut stats: Vec<redis::Connection> = (0..cluster.len())
+        .map(|i| cluster.connection(i))
+        .collect::<Result<_, _>>()?;
+    let urls = nodes.direct_urls();
+    let redlock = Redlock::new(urls.iter().map(String::as_str))?;
+    // Connections and scripts first.
+    redlock
+        .try_lock("holders:warm", ttl)
+        .await?
+        .release()
+        .await?;
+    println!(
+        "five local nodes, one client (2 runtime threads), TTL {ttl:?}, hold {secs:?}, \
+         probe {probe_secs:?}"
+    );
+    for (round, &size) in sizes.iter().enumerate() {
+        let rss_before = rss_bytes();
+        let acquiring = Instant::now();
+        let guards: Vec<LockGuard> = futures::stream::iter(0..size)
+            .map(|i| {
+                let redlock = redlock.clone();
+                async move {
+                    let resource = format!("holders:{}:{round}:{i}", std::process::id());
+                    let mut guard = redlock.try_lock(&resource, ttl).await?;
+                    guard.auto_extend();
+                    Ok::<_, redquorum::Error>(guard)
+                }
+            })
+            .buffer_unordered(256)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        let per_lock = rss_bytes().saturating_sub(rss_before) as f64 / size as f64;
+        let acquired_in = acquiring.elapsed();
+
+        for conn in &mut stats {
+            redis::cmd("CONFIG").arg("RESETSTAT").exec(conn)?;
+        }
+        let servers = |pids: &[String]| pids.iter().map(|p| cpu_time(p)).sum::<Duration>();
+        let (client0, servers0, start) = (cpu_time("self"), servers(&pids), Instant::now());
+        tokio::time::sleep(secs).await;
+        let elapsed = start.elapsed();
+        let client = cpu_time("self").saturating_sub(client0);
+        let server = servers(&pids).saturating_sub(servers0);
+        let (calls, usec) = stats
+            .iter_mut()
+            .map(evalsha_stats)
+            .fold((0, 0), |(c, u), (calls, usec)| (c + calls, u + usec));
+        // One extension round: one EVALSHA on each of the five nodes.
+        let rounds = calls as f64 / urls.len() as f64;
+
+        let mut latencies = Vec::new();
+        let probe_end = Instant::now() + probe_secs;
+        let mut probe = 0u64;
+        while Instant::now() < probe_end {
+            probe += 1;
+            let resource = format!("holders:probe:{}:{round}:{probe}", std::process::id());
+            let started = Instant::now();
+            let guard = redlock.try_lock(&resource, ttl).await?;
+            latencies.push(started.elapsed());
+            guard.release().await?;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        latencies.sort_unstable();
+
+        let lost = guards
+            .iter()
+            .filter(|g| g.lost().now_or_never().is_some() || g.remaining().is_zero())
+            .count();
+        let failed_releases: usize = futures::stream::iter(guards)
+            .map(|guard| async move { usize::from(guard.release().await.is_err()) })
+            .buffer_unordered(256)
+            .fold(0, |sum, failed| async move { sum + failed })
+            .await;
+        let per_round = |d: Duration| d.as_secs_f64() * 1e6 / rounds.max(1.0);
+        println!("holders={size} (taken in {acquired_in:.1?})");
+        println!("  client memory per held lock: {per_lock:.0} bytes");
+        println!(
+            "  extension rounds: {:.0}/s; per extended lock: client CPU {:.1} us, \
+             server CPU {:.1} us, server script time {:.1} us (5 nodes)",
+            rounds / elapsed.as_secs_f64(),
+            per_round(client),
+            per_round(server),
+            usec as f64 / rounds.max(1.0),
+        );
+        println!(
+            "  try_lock of a new resource while held: p50 {:.0} us, p99 {:.0} us ({} probes)",
+            percentile(&latencies, 0.5).as_secs_f64() * 1e6,
+            percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+            latencies.len()
+        );
+        println!("  lost locks: {lost} (releases that failed: {failed_releases})");
+    }
+    redlock.shutdown().await;
+    Ok(())
+}

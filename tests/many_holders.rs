@@ -1,0 +1,107 @@
+//! Many locks held at once by one client, each auto-extended: none is
+//! lost, each is extended, and each stays on every node until released,
+//! also when all their extensions come due at once. The small size of
+//! `examples/holders.rs`, which measures the cost per held lock.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::{FutureExt, StreamExt};
+use redquorum::{Config, LockGuard, Redlock};
+use tokio::time::Instant;
+
+fn keys_on(cluster: &redquorum::testkit::LocalCluster, node: usize) -> usize {
+    let mut conn = cluster.connection(node).expect("connection");
+    redis::cmd("DBSIZE").query(&mut conn).expect("DBSIZE")
+}
+
+/// Takes `count` locks of `ttl` with auto-extension, 32 at a time.
+async fn hold_many(redlock: &Redlock, count: usize, ttl: Duration) -> Vec<LockGuard> {
+    let prefix = unique("holders");
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let (redlock, resource) = (redlock.clone(), format!("{prefix}:{i}"));
+            async move {
+                let mut guard = match redlock.try_lock(&resource, ttl).await {
+                    Ok(guard) => guard,
+                    Err(e) => panic!("{resource}: {e}"),
+                };
+                guard.auto_extend();
+                guard
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await
+}
+
+fn lost(guards: &[LockGuard]) -> usize {
+    guards
+        .iter()
+        .filter(|g| g.lost().now_or_never().is_some() || g.remaining().is_zero())
+        .count()
+}
+
+async fn release_all(guards: Vec<LockGuard>) {
+    futures::stream::iter(guards)
+        .for_each_concurrent(32, |guard| async move {
+            guard.release().await.expect("release");
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_auto_extended_locks_outlive_their_ttl_twice_over_and_none_is_lost() {
+    let cluster = cluster(5);
+    let redlock = redlock(&cluster.direct_urls(), Config::default());
+    warm_up(&redlock).await;
+    let ttl = Duration::from_secs(3);
+    let taken = Instant::now();
+    let guards = hold_many(&redlock, 1_000, ttl).await;
+    tokio::time::sleep_until(taken + ttl * 2 + ttl / 3).await;
+    assert_eq!(lost(&guards), 0, "locks lost");
+    let unextended = guards
+        .iter()
+        .filter(|g| g.valid_until() <= taken + ttl * 2)
+        .count();
+    assert_eq!(unextended, 0, "locks not extended twice");
+    for node in 0..5 {
+        assert!(
+            keys_on(&cluster, node) >= guards.len(),
+            "node {node} lost keys"
+        );
+    }
+    release_all(guards).await;
+    for node in 0..5 {
+        assert_eq!(keys_on(&cluster, node), 0, "node {node} kept keys");
+    }
+}
+
+#[tokio::test]
+async fn thousands_of_extensions_due_at_once_all_land_within_their_slack() {
+    // One runtime thread, frozen until every lock's extension is due:
+    // 10,000 rounds start together when it runs again, the first locks
+    // taken with less than a third of the TTL of validity left (the time
+    // taking them all took), still far more than the rounds take in turn.
+    // Started all at once, most would time out, be retried, and time out
+    // again.
+    let cluster = cluster(5);
+    let redlock = redlock(&cluster.direct_urls(), Config::default());
+    warm_up(&redlock).await;
+    let ttl = Duration::from_secs(6);
+    let guards = hold_many(&redlock, 10_000, ttl).await;
+    let taken = Instant::now();
+    let all_due = ttl - ttl / 3 + Duration::from_millis(50);
+    std::thread::sleep(all_due);
+    tokio::time::sleep_until(taken + ttl).await;
+    assert_eq!(lost(&guards), 0, "locks lost");
+    let unextended = guards
+        .iter()
+        .filter(|g| g.valid_until() <= taken + ttl)
+        .count();
+    assert_eq!(unextended, 0, "locks not extended");
+    release_all(guards).await;
+}
