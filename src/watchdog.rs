@@ -2,7 +2,8 @@
 //!
 //! The task holds only what it needs (the shared nodes and config, and the
 //! guard's [`Held`] state), extends the lock when a share of the TTL is
-//! left, retries a failed extension with short jittered pauses while
+//! left (in turn with the other watchdogs of its `Redlock`, at most
+//! [`WATCHDOG_ROUNDS`](crate::lock::WATCHDOG_ROUNDS) rounds in flight), retries a failed extension with short jittered pauses while
 //! validity remains, and marks the lock lost (waking every `lost()` waiter)
 //! when validity runs out, when a quorum no longer holds it, or when the
 //! extension policy says to stop. It ends with the lock, or when the guard
@@ -125,7 +126,18 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
         }
         let mut failures = 0u32;
         loop {
-            match held.extend_round(&shared, &ttl).await {
+            // In line with the other watchdogs' rounds; the wait is counted
+            // against the validity, as any delay of the round would be.
+            let Some(turn) = shared.watchdog_turn(held.status().deadline).await else {
+                declare_lost(
+                    (&shared, &held),
+                    "validity ran out while the extension waited for its turn",
+                );
+                return;
+            };
+            let extended = held.extend_round(&shared, &ttl).await;
+            drop(turn);
+            match extended {
                 Ok(()) => {
                     extensions += 1;
                     tracing::debug!(

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis::FromRedisValue;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::time::Instant;
 
 use crate::background::Background;
 use crate::config::Config;
@@ -46,7 +48,18 @@ pub(crate) struct Shared {
     /// Per lock key, the deletes of releases not yet sent: acquisitions
     /// follow them.
     pending: Pending,
+    /// Turns of the watchdogs' extension rounds ([`WATCHDOG_ROUNDS`]).
+    watchdog_rounds: Semaphore,
 }
+
+/// The most extension rounds the watchdogs of one
+/// [`Redlock`](crate::Redlock) have in flight at once. A burst of due
+/// extensions (many locks taken together come due together) waits for
+/// its turn here, before its node timeouts start, instead of queueing on
+/// the connections, where the rounds at the back would time out, be
+/// retried and time out again, while each of their commands still costs
+/// the nodes their work.
+pub(crate) const WATCHDOG_ROUNDS: usize = 256;
 
 /// How a value round reads one node's reply (`R`) into a value (`T`), and
 /// which values are a grant.
@@ -72,7 +85,22 @@ impl Shared {
             notifications,
             background,
             pending: Pending::default(),
+            watchdog_rounds: Semaphore::new(WATCHDOG_ROUNDS),
         }
+    }
+
+    /// A turn for one watchdog extension round ([`WATCHDOG_ROUNDS`]), or
+    /// `None` once `deadline` has passed without one (the turns are never
+    /// closed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a turn not yet given is given to the next in line.
+    pub(crate) async fn watchdog_turn(&self, deadline: Instant) -> Option<SemaphorePermit<'_>> {
+        tokio::time::timeout_at(deadline, self.watchdog_rounds.acquire())
+            .await
+            .ok()?
+            .ok()
     }
 
     /// Release-notification feeds running (feature `sim`: they live as
