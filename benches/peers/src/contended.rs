@@ -8,6 +8,7 @@
 //! reported with the results.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redquorum::Redlock;
@@ -47,6 +48,9 @@ pub struct Contended {
     pub give_ups: u64,
     /// Mean time from acquired to release called, in microseconds.
     pub hold_us: f64,
+    /// Median hand-off: from a release called to the next worker's lock
+    /// acquired, in microseconds.
+    pub handoff_us: f64,
 }
 
 /// Holds for [`HOLD`] on the blocking pool; returns how long it took.
@@ -84,35 +88,50 @@ async fn release(lib: &Lib, held: Held) {
 /// the deadline are released and not counted.
 pub async fn contended(lib: &Lib, secs: Duration) -> Contended {
     let resource = fresh("contended");
-    let deadline = Instant::now() + secs;
+    let epoch = Instant::now();
+    let deadline = epoch + secs;
+    // When the last holder called release, in ns from `epoch` (0: taken).
+    let released_at = Arc::new(AtomicU64::new(0));
+    let ns = move || u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let workers: Vec<_> = (0..WORKERS)
         .map(|_| {
             let (lib, resource) = (lib.clone(), resource.clone());
+            let released_at = Arc::clone(&released_at);
             tokio::spawn(async move {
                 let (mut count, mut give_ups, mut hold_time) = (0u64, 0u64, Duration::ZERO);
+                let mut gaps = Vec::new();
                 while Instant::now() < deadline {
                     let Some(held) = lock(&lib, &resource).await else {
                         give_ups += 1;
                         continue;
                     };
+                    let last = released_at.swap(0, Ordering::Relaxed);
+                    if last != 0 {
+                        gaps.push(ns().saturating_sub(last));
+                    }
                     let late = Instant::now() >= deadline;
                     if !late {
                         count += 1;
                         hold_time += hold().await;
                     }
+                    released_at.store(ns(), Ordering::Relaxed);
                     release(&lib, held).await;
                 }
-                (count, give_ups, hold_time)
+                (count, give_ups, hold_time, gaps)
             })
         })
         .collect();
     let (mut counts, mut give_ups, mut held) = (Vec::new(), 0, Duration::ZERO);
+    let mut gaps = Vec::new();
     for w in workers {
-        let (count, gave_up, hold) = w.await.expect("worker");
+        let (count, gave_up, hold, mut worker_gaps) = w.await.expect("worker");
         counts.push(count);
         give_ups += gave_up;
         held += hold;
+        gaps.append(&mut worker_gaps);
     }
+    gaps.sort_unstable();
+    let handoff_us = gaps.get(gaps.len() / 2).map_or(0.0, |&g| g as f64 / 1e3);
     let total: u64 = counts.iter().sum();
     let min = counts.iter().copied().min().unwrap_or(0);
     let max = counts.iter().copied().max().unwrap_or(0);
@@ -121,5 +140,6 @@ pub async fn contended(lib: &Lib, secs: Duration) -> Contended {
         fairness: min as f64 / max.max(1) as f64,
         give_ups,
         hold_us: held.as_secs_f64() * 1e6 / total.max(1) as f64,
+        handoff_us,
     }
 }

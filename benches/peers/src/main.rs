@@ -30,7 +30,10 @@
 //! - contended: 16 workers, one resource, each looping {waiting `lock()`,
 //!   hold 1 ms of blocking work, release} for `--contended-secs` per round and library
 //!   (default 10 s x secs / 3); acquisitions/s and fairness (fewest
-//!   acquisitions of a worker / most). redquorum: `Redlock::lock` with
+//!   acquisitions of a worker / most), and the median hand-off (a release
+//!   called to the next worker's lock acquired), printed under the table
+//!   also as a multiple of the raw-socket floor's pair latency (two
+//!   rounds, as a hand-off). redquorum: `Redlock::lock` with
 //!   unlimited retries, 5 ms +- 3 ms apart, release notifications on;
 //!   rslock: `LockManager::lock` with `set_retry(u32::MAX, 10 ms)` (a
 //!   random 0..10 ms pause). Calls that gave up anyway are counted and
@@ -80,6 +83,7 @@ struct Results {
     cont_fair: Samples,
     give_ups: [u64; 2],
     hold_us: Samples,
+    handoff_us: Samples,
     /// Sequential pairs/s of the redis-rs floor (0) and the raw one (1).
     floors: Samples,
 }
@@ -216,6 +220,7 @@ async fn main() {
             r.cont_fair[i].push(c.fairness);
             r.give_ups[i] += c.give_ups;
             r.hold_us[i].push(c.hold_us);
+            r.handoff_us[i].push(c.handoff_us);
             // One floor after each library, the other one first every other round.
             let f = (i + round / 2) % 2;
             r.floors[f].push(sequential(&floors[f], per_round).await.rate);
@@ -266,6 +271,12 @@ async fn main() {
             &r.cont_fair,
             true,
         ),
+        row(
+            "contended hand-off median (release called -> next acquired)",
+            "us",
+            &r.handoff_us,
+            false,
+        ),
     ]);
 
     let rounds = args.rounds;
@@ -299,4 +310,13 @@ async fn main() {
             rate / rslock
         );
     }
+    // A pair is two rounds, as a hand-off is (the release's, then the
+    // waiter's acquisition).
+    let floor_pair_us = 1e6 / median(r.floors[1].clone());
+    println!(
+        "contended hand-off median / the raw-socket floor's pair (two rounds, {floor_pair_us:.0} us): \
+         ours {:.2}x, rslock {:.2}x",
+        median(r.handoff_us[0].clone()) / floor_pair_us,
+        median(r.handoff_us[1].clone()) / floor_pair_us
+    );
 }
