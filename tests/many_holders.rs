@@ -96,9 +96,9 @@ async fn thousands_of_extensions_due_at_once_all_land_within_their_slack() {
     let guards = hold_many(&redlock, 10_000, ttl).await;
     let taken = Instant::now();
     // The first locks taken have a third of the TTL left when all are
-    // due, less the time taking them all took: keep that well short.
+    // due, less the time taking them all took (about 1 s here).
     assert!(
-        taken - started < ttl / 6,
+        taken - started < ttl / 4,
         "taking the locks took {:?}",
         taken - started
     );
