@@ -355,15 +355,18 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
 /// (virtual times): no fault that stops, cuts or slows it past
 /// `node_timeout` lasted the whole window, and none that kills or
 /// quarantines it overlapped the window. `quarantine`: the longest
-/// restart-guard quarantine in force, when the guard is on. Used to tell
-/// which refusals a call could have seen.
+/// restart-guard quarantine in force, when the guard is on; `trusted`:
+/// when the operator's `init_nodes` ended (zero if it never ran), before
+/// which a restart, flush or failover may have been followed by the node
+/// being marked trusted at once. Used to tell which refusals a call could
+/// have seen.
 pub fn answers(
     faults: &[Fault],
     client: usize,
     node: usize,
     window: (Duration, Duration),
     node_timeout: Duration,
-    quarantine: Option<Duration>,
+    (quarantine, trusted): (Option<Duration>, Duration),
 ) -> bool {
     let (from, to) = window;
     let overlaps = |f: &Fault, reach: Duration| f.at <= to && from < f.at + f.lasts + reach;
@@ -385,9 +388,13 @@ pub fn answers(
             FaultKind::PauseClient { client: c } => c == client,
             FaultKind::Kill { node: n } => n == node,
             FaultKind::ClockRate { .. } | FaultKind::ClockJump { .. } => false,
+            // An `init_nodes` that ended after the fault may have marked
+            // the node trusted at once: no quarantine then.
             FaultKind::Restart { node: n, .. }
             | FaultKind::Flush { node: n }
-            | FaultKind::Failover { node: n, .. } => n == node && quarantine.is_some(),
+            | FaultKind::Failover { node: n, .. } => {
+                n == node && quarantine.is_some() && f.at >= trusted
+            }
         };
         let reach = match f.kind {
             FaultKind::Kill { .. }
@@ -423,7 +430,14 @@ mod tests {
     /// Whether node 0 could answer client 0 over 100..200 ms, with a node
     /// timeout of 200 ms and no restart guard.
     fn answers_the_call(faults: &[Fault]) -> bool {
-        answers(faults, 0, 0, (MS * 100, MS * 200), MS * 200, None)
+        answers(
+            faults,
+            0,
+            0,
+            (MS * 100, MS * 200),
+            MS * 200,
+            (None, Duration::ZERO),
+        )
     }
 
     #[test]
@@ -452,5 +466,22 @@ mod tests {
         let cut = |client| FaultKind::Cut { client, node: 0 };
         assert!(!answers_the_call(&fault(cut(0), 0, 1000)));
         assert!(answers_the_call(&fault(cut(1), 0, 1000)));
+    }
+
+    #[test]
+    fn a_node_restarted_before_init_nodes_ended_may_answer_at_once() {
+        let restart = fault(
+            FaultKind::Restart {
+                node: 0,
+                persistence: Persistence::None,
+            },
+            1,
+            0,
+        );
+        let window = (MS * 100, MS * 200);
+        let guarded = |trusted: u32| (Some(MS * 5_000), MS * trusted);
+        assert!(!answers(&restart, 0, 0, window, MS * 200, guarded(0)));
+        assert!(!answers(&restart, 0, 0, window, MS * 200, guarded(1)));
+        assert!(answers(&restart, 0, 0, window, MS * 200, guarded(5)));
     }
 }

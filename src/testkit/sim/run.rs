@@ -154,6 +154,7 @@ async fn schedule(plan: &Plan) -> Report {
     let record = Arc::new(Mutex::new(Record::default()));
     let start = tokio::time::Instant::now();
     let shared_faults = Arc::new(faults.clone());
+    let trusted = Arc::new(std::sync::OnceLock::new());
     let mut built = Vec::new();
     for (index, client_plan) in plans.iter().enumerate() {
         let endpoints: Vec<Arc<dyn SimEndpoint>> = (0..NODES)
@@ -174,6 +175,7 @@ async fn schedule(plan: &Plan) -> Report {
             start,
             faults: shared_faults.clone(),
             quarantine,
+            trusted: trusted.clone(),
             world: world.clone(),
             guarded,
             misconfigured: std::sync::atomic::AtomicBool::new(false),
@@ -195,6 +197,7 @@ async fn schedule(plan: &Plan) -> Report {
         // Under the faults already in force: a node it cannot reach keeps
         // its quarantine.
         let _ = operator.redlock.init_nodes().await;
+        let _ = trusted.set(start.elapsed());
     }
     let mut tasks = Vec::new();
     for client in &built {

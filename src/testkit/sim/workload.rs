@@ -111,6 +111,8 @@ pub(crate) struct Client {
     pub(crate) faults: Arc<Vec<Fault>>,
     /// The longest restart-guard quarantine among the clients.
     pub(crate) quarantine: Option<Duration>,
+    /// When the operator's `init_nodes` ended, if it ran.
+    pub(crate) trusted: Arc<std::sync::OnceLock<Duration>>,
     /// The simulated nodes, for the oracle's check after an extension.
     pub(crate) world: super::world::Shared,
     /// Every client runs the restart guard.
@@ -657,7 +659,10 @@ impl Client {
                     node,
                     window,
                     self.plan.config.node_timeout(),
-                    self.quarantine,
+                    (
+                        self.quarantine,
+                        self.trusted.get().copied().unwrap_or_default(),
+                    ),
                 )
             })
             .count();
