@@ -177,7 +177,7 @@
 //! woken per release (in arrival order), at the first node's announcement;
 //! its next attempt sends its `SET` to each node as soon as that node has
 //! announced the release (to all once a quorum has, and to a silent node
-//! half a node timeout later). The others keep their place for later
+//! half a node timeout later, or at the end of the pause it was in). The others keep their place for later
 //! releases. The retry delay stays the bound on
 //! every wait: a missed message, or a node that cannot be reached or
 //! refuses `SUBSCRIBE`, only means waiting as without notifications, and

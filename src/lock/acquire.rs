@@ -52,8 +52,9 @@ pub(crate) async fn acquire(
     let mut pauses = 0u32;
     let mut pause_ends: Option<Instant> = None;
     let mut interest: Option<Interest> = None;
-    // The hand-off of the release that woke this call, if one did.
-    let mut heard = Gates::default();
+    // The hand-off of the release that woke this call, if one did, and
+    // the end of the pause it interrupted: no node's call waits past it.
+    let mut heard: Option<(Gates, Instant)> = None;
     // Per node, when the last failed attempt's clean-up was sent.
     let mut cleaned = Gates::default();
     // A failed attempt marks the locks it lost as awaited if this call
@@ -68,7 +69,11 @@ pub(crate) async fn acquire(
         let started = Instant::now();
         let locks = (&resources, &keys);
         let after = shared.follow(&keys, &cleaned);
-        let follow = (&after, &std::mem::take(&mut heard));
+        let woken_by = heard.take();
+        let follow = (
+            &after,
+            woken_by.as_ref().map(|(gates, until)| (gates, *until)),
+        );
         let outcome = async {
             match kind {
                 Kind::Fenced => fenced::attempt(shared, locks, &ttl, mark, follow).await,
@@ -134,7 +139,7 @@ pub(crate) async fn acquire(
             }
         };
         pause_ends = woken.is_some().then_some(wake_at);
-        heard = woken.unwrap_or_default();
+        heard = woken.map(|gates| (gates, wake_at));
     }
 }
 
@@ -143,7 +148,8 @@ pub(crate) async fn acquire(
 /// failed attempt marks the locks it lost as awaited. Each node's call
 /// follows that node's gate in `after` (the deletes of this lock not yet
 /// sent there: [`Shared::follow`]) and in `heard` (the release this attempt
-/// was woken by, heard from that node: [`Chain::after_heard`]).
+/// was woken by, heard from that node: [`Chain::after_heard`]), no later
+/// than the end of the pause it interrupted.
 ///
 /// [`Chain::after_heard`]: crate::quorum::Chain::after_heard
 async fn attempt(
@@ -151,17 +157,14 @@ async fn attempt(
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     (kind, owner, mark): (Kind, Option<&str>, bool),
-    (after, heard): (&Gates, &Gates),
+    (after, heard): (&Gates, Option<(&Gates, Instant)>),
 ) -> std::result::Result<Held, Failure> {
     let value: Arc<str> = kind.fresh_value(shared.config.holder_label()).into();
     let mut pending = ReleaseOnDrop::arm(shared, (resources, keys), &value);
     let start = Instant::now();
     let guard = shared.restart_guard();
     let request = Request::acquire(kind, keys, (owner, &value), &ttl.millis, guard);
-    let after = (
-        Leftover::Finish,
-        shared.chain(after).after_heard(Some(heard)),
-    );
+    let after = (Leftover::Finish, shared.chain(after).after_heard(heard));
     let mut round = shared.vote_round("acquire", after, request).await;
     spans::votes(round.granted(), round.refused());
     pending.gates = std::mem::take(&mut round.gates);

@@ -56,13 +56,14 @@ pub(crate) fn next_tokens(
 /// lost as awaited. Each node's call follows that node's gate in `after`
 /// (the deletes of this lock not yet sent there: [`Shared::follow`]) and
 /// in `heard` (the release this attempt was woken by, heard from that
-/// node: [`Chain::after_heard`](crate::quorum::Chain::after_heard)).
+/// node: [`Chain::after_heard`](crate::quorum::Chain::after_heard)), no
+/// later than the end of the pause it interrupted.
 pub(crate) async fn attempt(
     shared: &Arc<Shared>,
     (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     ttl: &Ttl,
     mark: bool,
-    (after, heard): (&Gates, &Gates),
+    (after, heard): (&Gates, Option<(&Gates, Instant)>),
 ) -> Result<Held, Failure> {
     let prefix = shared.config.key_prefix();
     let all_keys: Arc<[String]> = keys
@@ -77,10 +78,7 @@ pub(crate) async fn attempt(
     let start = Instant::now();
     let guard = shared.restart_guard();
     let request = Request::acquire(Kind::Fenced, &all_keys, (None, &value), &ttl.millis, guard);
-    let chained = (
-        Leftover::Finish,
-        shared.chain(after).after_heard(Some(heard)),
-    );
+    let chained = (Leftover::Finish, shared.chain(after).after_heard(heard));
     let read = (
         counters_known as fn(_) -> _,
         Option::is_some as fn(&_) -> bool,

@@ -24,7 +24,8 @@
 //! [`Notify::notify_one`]) at its first node's announcement, with a
 //! hand-off: per node, a gate that opens once that node has announced the
 //! release (every gate once a quorum of nodes has, and at the latest half
-//! a node timeout after the first announcement). The waiter's next
+//! a node timeout after the first announcement; the waiter's attempt waits
+//! no longer than the pause it interrupted would have lasted). The waiter's next
 //! attempt sends its `SET` to each node as its gate opens, so a hot lock
 //! changes hands in about one round after the release reaches the nodes,
 //! not two: the `SET`s overlap the release's own round, and none lands on

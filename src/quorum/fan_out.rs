@@ -197,12 +197,17 @@ where
         let answer = sent_then(call(node), chain.sent.map(|sent| sent.opener(index)));
         let open = gates.opener(index);
         let before = (!chain.after.is_open(index)).then(|| chain.after.clone());
-        let heard = chain.heard.filter(|heard| !heard.is_open(index)).cloned();
+        let heard = chain.heard.filter(|(heard, _)| !heard.is_open(index));
+        let heard = heard.map(|(heard, until)| (heard.clone(), until));
         Some(async move {
             // Dropped when this call is over, or dropped unsent.
             let _open = open;
-            if let Some(heard) = heard {
-                heard.opened(index).await;
+            if let Some((heard, until)) = heard {
+                tokio::select! {
+                    biased;
+                    () = heard.opened(index) => {}
+                    () = tokio::time::sleep_until(until) => {}
+                }
             }
             if let Some(before) = before {
                 before.opened(index).await;

@@ -11,6 +11,8 @@ use crate::background::Background;
 use crate::error::{NodeOutcome, NodeReport};
 use crate::node::Node;
 
+use tokio::time::Instant;
+
 pub(crate) use fan_out::fan_out;
 pub(crate) use gates::{Gates, Opener, WeakGates};
 
@@ -32,10 +34,10 @@ pub(crate) struct Chain<'a> {
     /// has been sent (handed to the node's connection), not answered: a
     /// round that must only follow it on the connection waits no longer.
     pub(crate) sent: Option<&'a Gates>,
-    /// When set, each node's call also waits for that node's gate here:
-    /// the release it waits for has been heard from that node
-    /// ([`Chain::after_heard`]).
-    pub(crate) heard: Option<&'a Gates>,
+    /// When set, each node's call also waits for that node's gate here
+    /// (the release it waits for has been heard from that node), until the
+    /// instant given at the latest ([`Chain::after_heard`]).
+    pub(crate) heard: Option<(&'a Gates, Instant)>,
 }
 
 impl<'a> Chain<'a> {
@@ -55,8 +57,9 @@ impl<'a> Chain<'a> {
 
     /// This chain, each node's call waiting first for its gate in `heard`
     /// (a hot lock's hand-off: a node's `SET` goes out as soon as that node
-    /// has announced the release, not once a quorum has).
-    pub(crate) fn after_heard(self, heard: Option<&'a Gates>) -> Self {
+    /// has announced the release, not once a quorum has), but no later
+    /// than the instant paired with it.
+    pub(crate) fn after_heard(self, heard: Option<(&'a Gates, Instant)>) -> Self {
         Chain { heard, ..self }
     }
 }
