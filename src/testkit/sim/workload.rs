@@ -622,14 +622,28 @@ impl Client {
 
 impl Client {
     /// No fault was in force from two node timeouts before `invoked` (a
-    /// call it slowed may still hold a gate) until now.
+    /// call it slowed may still hold a gate) until now. A fault's effects
+    /// on this client last until the end of any pause of the client that
+    /// overlapped it, and its aftermath runs from then: what the client
+    /// sent meanwhile leaves when the pause ends, at the fault's pace.
     fn quiet_since(&self, invoked: Duration) -> bool {
         let from = invoked.saturating_sub(self.plan.config.node_timeout() * 2);
         let now = self.now();
+        let paused_until = |f: &Fault| {
+            self.faults
+                .iter()
+                .filter(|p| {
+                    matches!(p.kind, FaultKind::PauseClient { client } if client == self.index)
+                        && p.at <= f.at + f.lasts
+                        && f.at <= p.at + p.lasts
+                })
+                .map(|p| p.at + p.lasts)
+                .fold(f.at + f.lasts, Duration::max)
+        };
         !self
             .faults
             .iter()
-            .any(|f| f.at <= now && from <= f.at + f.lasts + f.aftermath())
+            .any(|f| f.at <= now && from <= paused_until(f) + f.aftermath())
     }
 
     /// The client was paused at some time since `invoked`.
