@@ -354,7 +354,7 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
 /// Whether `node` could have answered `client` in time during `window`
 /// (virtual times): no fault that stops, cuts or slows it past
 /// `node_timeout` lasted the whole window, and none that kills or
-/// quarantines it overlapped the window. `quarantine`: the longest
+/// quarantines it began before the window and lasted into it. `quarantine`: the longest
 /// restart-guard quarantine in force, when the guard is on; `trusted`:
 /// when the operator's `init_nodes` ended (zero if it never ran), before
 /// which a restart, flush or failover may have been followed by the node
@@ -386,14 +386,16 @@ pub fn answers(
                 c == client && n == node && covers(f)
             }
             FaultKind::PauseClient { client: c } => c == client,
-            FaultKind::Kill { node: n } => n == node,
+            // A node killed, restarted, flushed or failed over once the call
+            // had begun may have answered it before.
+            FaultKind::Kill { node: n } => n == node && f.at <= from,
             FaultKind::ClockRate { .. } | FaultKind::ClockJump { .. } => false,
             // An `init_nodes` that ended after the fault may have marked
             // the node trusted at once: no quarantine then.
             FaultKind::Restart { node: n, .. }
             | FaultKind::Flush { node: n }
             | FaultKind::Failover { node: n, .. } => {
-                n == node && quarantine.is_some() && f.at >= trusted
+                n == node && quarantine.is_some() && f.at >= trusted && f.at <= from
             }
         };
         let reach = match f.kind {
@@ -483,5 +485,27 @@ mod tests {
         assert!(!answers(&restart, 0, 0, window, MS * 200, guarded(0)));
         assert!(!answers(&restart, 0, 0, window, MS * 200, guarded(1)));
         assert!(answers(&restart, 0, 0, window, MS * 200, guarded(5)));
+    }
+
+    #[test]
+    fn a_node_restarted_or_killed_once_the_call_began_may_have_answered_it() {
+        let guarded = (Some(MS * 5_000), Duration::ZERO);
+        let window = (MS * 100, MS * 200);
+        let restart = |at| {
+            fault(
+                FaultKind::Restart {
+                    node: 0,
+                    persistence: Persistence::None,
+                },
+                at,
+                0,
+            )
+        };
+        assert!(!answers(&restart(90), 0, 0, window, MS * 200, guarded));
+        assert!(!answers(&restart(100), 0, 0, window, MS * 200, guarded));
+        assert!(answers(&restart(101), 0, 0, window, MS * 200, guarded));
+        let kill = |at| fault(FaultKind::Kill { node: 0 }, at, 50);
+        assert!(!answers(&kill(80), 0, 0, window, MS * 200, guarded));
+        assert!(answers(&kill(150), 0, 0, window, MS * 200, guarded));
     }
 }
