@@ -308,6 +308,7 @@ mod config;
 mod controls;
 mod env;
 mod error;
+mod gates;
 mod keys;
 pub mod metrics;
 mod options;

@@ -54,7 +54,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::quorum::Gates;
+use crate::gates::Gates;
 use registry::{Entry, Feed, Inner};
 
 /// Starts every feed that is not running on the current runtime: all of
@@ -182,11 +182,9 @@ impl Interest {
     /// Sleeps until `deadline` (`None`) or until a release of one of the
     /// resources is heard: then `Some` of the hand-off, the gates the
     /// next attempt's call to each node waits for (open once that node
-    /// has announced the release: [`Chain::after_heard`]). A waiter of
-    /// several resources, or one woken by a (re)subscription, gets gates
-    /// that wait for nothing.
-    ///
-    /// [`Chain::after_heard`]: crate::quorum::Chain::after_heard
+    /// has announced the release; the rounds' `Chain::after_heard`). A
+    /// waiter of several resources, or one woken by a (re)subscription,
+    /// gets gates that wait for nothing.
     ///
     /// # Cancel safety
     ///

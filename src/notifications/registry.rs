@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::quorum::{Gates, Opener};
+use crate::gates::{Gates, Opener};
 
 /// How many recent release values each resource remembers, to wake one
 /// waiter per release and to open its hand-off's gates as more nodes

@@ -11,9 +11,9 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
 
-use super::gates::{Gates, sent_then};
 use super::{Chain, Decision, Late, Leftover, Round, Tally};
 use crate::error::NodeOutcome;
+use crate::gates::{Gates, sent_then};
 use crate::node::{Node, NodeError, NodeResult, observe};
 
 /// One node's call: its answer and how long it took once sent.

@@ -3,7 +3,6 @@
 //! node's calls in the order their rounds started ([`gates`]).
 
 mod fan_out;
-mod gates;
 
 use std::sync::Arc;
 
@@ -13,8 +12,8 @@ use crate::node::Node;
 
 use tokio::time::Instant;
 
+pub(crate) use crate::gates::{Gates, WeakGates};
 pub(crate) use fan_out::fan_out;
-pub(crate) use gates::{Gates, Opener, WeakGates};
 
 /// Where a round fits among the rounds of one lock.
 #[derive(Clone, Copy, Debug)]

@@ -1,5 +1,8 @@
-//! [`Gates`]: when each node's call of one round is over, so that the next
-//! round of the same lock sends its call to that node only then.
+//! [`Gates`]: per node, when something this round waits for is over: the
+//! node's call of the round before (so that the next round of the same lock
+//! sends its call to that node only then), or a release heard from the
+//! node (the hand-off of a hot lock). No I/O: a primitive of the rounds
+//! and of the release notifications.
 //!
 //! One shared record per round (a flag per node and one [`Notify`]), in
 //! place of a channel per node: a round of five nodes costs one allocation
