@@ -24,6 +24,8 @@
 //! when a third of it is left, so about every `2/3 x TTL`. One process,
 //! two runtime threads; the servers run on the same two cores.
 
+mod support;
+
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
@@ -36,19 +38,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
-}
-
-/// Resident set size in bytes (Linux), or 0 when unknown.
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    // SAFETY: sysconf only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * u64::try_from(page).unwrap_or(4096)
 }
 
 /// User + system CPU time of a process (`self` or a pid), from
@@ -126,7 +115,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
          probe {probe_secs:?}"
     );
     for (round, &size) in sizes.iter().enumerate() {
-        let rss_before = rss_bytes();
+        let rss_before = support::rss_bytes();
         let acquiring = Instant::now();
         let guards: Vec<LockGuard> = futures::stream::iter(0..size)
             .map(|i| {
@@ -143,7 +132,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await
             .into_iter()
             .collect::<Result<_, _>>()?;
-        let per_lock = rss_bytes().saturating_sub(rss_before) as f64 / size as f64;
+        let per_lock = support::rss_bytes().saturating_sub(rss_before) as f64 / size as f64;
         let acquired_in = acquiring.elapsed();
 
         for conn in &mut stats {

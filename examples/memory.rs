@@ -10,6 +10,8 @@
 //! CYCLES=50000 cargo run --release --features testkit --example memory
 //! ```
 
+mod support;
+
 use std::time::Duration;
 
 use redquorum::Redlock;
@@ -17,19 +19,6 @@ use redquorum::testkit::Nodes;
 
 const TASKS: u64 = 8;
 const WARM_UP: u64 = 2_000;
-
-/// Resident set size in bytes (Linux), or 0 when unknown.
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    // SAFETY: sysconf only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * u64::try_from(page).unwrap_or(4096)
-}
 
 async fn cycles(redlock: Redlock, task: u64, count: u64) -> Result<(), redquorum::Error> {
     let resource = format!("memory:{}:{task}", std::process::id());
@@ -63,11 +52,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redlock = Redlock::new(urls.iter().map(String::as_str))?;
 
     run(&redlock, WARM_UP).await?;
-    let start_rss = rss_bytes();
+    let start_rss = support::rss_bytes();
     let started = std::time::Instant::now();
     run(&redlock, total).await?;
     let elapsed = started.elapsed();
-    let end_rss = rss_bytes();
+    let end_rss = support::rss_bytes();
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!("cycles: {total} in {elapsed:.1?} ({TASKS} tasks)");
     println!("rss start: {:.2} MiB", mib(start_rss));

@@ -46,6 +46,17 @@ async fn assert_subscribed(urls: &[String], resource: &str) {
     assert!(subscribed, "the waiter never subscribed on every node");
 }
 
+/// The node at `url` (direct) refuses every channel to the default user:
+/// `SUBSCRIBE` and `PUBLISH` fail there.
+fn refuse_pub_sub(url: &str) {
+    let acl = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("resetchannels")
+        .clone();
+    query::<()>(url, &acl).expect("ACL SETUSER");
+}
+
 fn channel(resource: &str) -> String {
     format!("redquorum:released:{resource}")
 }
@@ -150,12 +161,7 @@ async fn when_nodes_refuse_pub_sub_locks_and_releases_still_work_through_the_ret
     let cluster = cluster(5);
     let urls = cluster.urls();
     for url in cluster.direct_urls() {
-        let acl = redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg("default")
-            .arg("resetchannels")
-            .clone();
-        query::<()>(&url, &acl).expect("ACL SETUSER");
+        refuse_pub_sub(&url);
     }
     let delay = Duration::from_millis(800);
     let redlock = redlock(&urls, slow_retries(delay));
@@ -187,12 +193,7 @@ async fn a_release_heard_from_fewer_than_a_quorum_of_nodes_still_wakes_the_waite
     let cluster = cluster(5);
     let urls = cluster.urls();
     for url in &cluster.direct_urls()[..3] {
-        let acl = redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg("default")
-            .arg("resetchannels")
-            .clone();
-        query::<()>(url, &acl).expect("ACL SETUSER");
+        refuse_pub_sub(url);
     }
     let delay = Duration::from_secs(5);
     let redlock = redlock(&urls, slow_retries(delay));
