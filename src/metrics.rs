@@ -343,15 +343,18 @@ pub(crate) fn node_call(
     }
 }
 
-/// Sets each node's reachability, and each reachable node's count of
+/// Sets each node's reachability where `news` says the checks are the
+/// newest word on it (by position), and each reachable node's count of
 /// problems found by the start-up checks, warnings left out (an
 /// unreachable node keeps its last count).
-pub(crate) fn checked(checks: &[crate::error::node_check::NodeCheck]) {
+pub(crate) fn checked(checks: &[crate::error::node_check::NodeCheck], news: &[bool]) {
     #[cfg(feature = "metrics")]
-    for check in checks {
+    for (check, _) in checks.iter().zip(news).filter(|(_, news)| **news) {
         ::metrics::gauge!(NODE_UP, node_labels(check.node()))
             .set(f64::from(u8::from(check.reachable())));
     }
+    #[cfg(not(feature = "metrics"))]
+    let _ = news;
     #[cfg(feature = "metrics")]
     for check in checks.iter().filter(|c| c.reachable()) {
         use crate::error::problem::NodeProblem;

@@ -50,7 +50,13 @@ pub(crate) async fn report(nodes: &[Arc<Node>], fencing: bool) -> Vec<NodeCheck>
         }
     }
     crate::spans::finish_check(&span, &checks, start.elapsed());
-    crate::metrics::checked(&checks);
+    // A call sent after the probes began and reported before them is
+    // newer news of a node's reachability than its probe.
+    let news: Vec<bool> = nodes
+        .iter()
+        .map(|node| crate::node::observe::check_is_news(node, start))
+        .collect();
+    crate::metrics::checked(&checks, &news);
     checks
 }
 

@@ -64,6 +64,13 @@ pub(crate) fn answered<T>(
     outcome
 }
 
+/// Whether the start-up checks begun at `started` are the newest news of
+/// `node`'s reachability: not when a call sent since has been reported
+/// (a release that met the node dead after its probe answered).
+pub(crate) fn check_is_news(node: &Node, started: Instant) -> bool {
+    node.newest_answer.is_newest_sent(started)
+}
+
 /// When the newest call whose answer set a node's reachability was sent.
 #[derive(Debug, Default)]
 pub(crate) struct NewestAnswer(Mutex<Option<Instant>>);
@@ -72,11 +79,16 @@ impl NewestAnswer {
     /// True when the call whose answer came `elapsed` after it was sent
     /// is the newest reported so far (a tie counts as newest); records it.
     fn is_newest(&self, elapsed: Duration) -> bool {
+        let now = Instant::now();
+        self.is_newest_sent(now.checked_sub(elapsed).unwrap_or(now))
+    }
+
+    /// True when a call sent at `sent` is the newest reported so far (a
+    /// tie counts as newest); records it.
+    fn is_newest_sent(&self, sent: Instant) -> bool {
         if !cfg!(feature = "metrics") {
             return true; // Only the gauge needs to know.
         }
-        let now = Instant::now();
-        let sent = now.checked_sub(elapsed).unwrap_or(now);
         let mut newest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if newest.is_some_and(|n| sent < n) {
             return false;
@@ -130,6 +142,11 @@ mod tests {
                 answered(("release", &node), answer, |v| *v, (*elapsed, false));
             }
         });
+        up_of(&snapshotter)
+    }
+
+    /// The value of `redquorum.node.up` in the recorder's snapshot.
+    fn up_of(snapshotter: &metrics_util::debugging::Snapshotter) -> Option<f64> {
         snapshotter
             .snapshot()
             .into_vec()
@@ -139,6 +156,42 @@ mod tests {
                 DebugValue::Gauge(v) => Some(v.into_inner()),
                 _ => None,
             })
+    }
+
+    #[test]
+    fn checks_begun_before_a_newer_calls_failure_do_not_mark_the_node_up_again() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let node = Node::new(
+            0,
+            "redis://127.0.0.1:7399",
+            Duration::from_millis(50),
+            &crate::node::Connect::default(),
+        )
+        .unwrap();
+        let dropped = NodeFailure::from_redis(&redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::BrokenPipe,
+        )));
+        let check = crate::error::node_check::NodeCheck {
+            node: node.name().to_owned(),
+            reachable: true,
+            ..Default::default()
+        };
+        // The probe answered 300 ms ago; a release sent 1 ms ago met the
+        // node dead and was reported first.
+        let started = Instant::now() - Duration::from_millis(300);
+        ::metrics::with_local_recorder(&recorder, || {
+            let failed: NodeResult<bool> = Err(NodeError::Failed(dropped));
+            answered(
+                ("release", &node),
+                &failed,
+                |v| *v,
+                (Duration::from_millis(1), true),
+            );
+            let news = [check_is_news(&node, started)];
+            crate::metrics::checked(std::slice::from_ref(&check), &news);
+        });
+        assert_eq!(up_of(&snapshotter), Some(0.0));
     }
 
     #[test]
