@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The simulation's kill rate: cargo-mutants mutates the coordinator (the
-# lock rounds, the quorum tally and fan-out, validity arithmetic, attempt
+# lock rounds, the quorum tally, fan-out and gates, validity arithmetic, attempt
 # classification, the restart guard's client side) and runs the
 # simulation against each mutant. Prints cargo-mutants' caught / missed /
 # unviable counts; mutants.out/ keeps the lists (missed.txt is the work:
@@ -21,7 +21,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
-  files=(src/lock src/quorum src/ttl.rs src/error/attempts.rs src/node/restart_guard.rs src/redlock/trust.rs)
+  files=(src/lock src/quorum src/gates.rs src/ttl.rs src/error/attempts.rs src/node/restart_guard.rs src/redlock/trust.rs)
 fi
 args=()
 for f in "${files[@]}"; do
