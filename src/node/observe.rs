@@ -125,18 +125,23 @@ mod tests {
     use super::*;
     use crate::error::failure::NodeFailure;
 
-    /// The value of `redquorum.node.up` once `calls` (answer, time since
-    /// its call was sent) have been reported, in that order.
-    fn up_after(calls: Vec<(NodeResult<bool>, Duration)>) -> Option<f64> {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        let node = Node::new(
+    /// A node nothing listens at (no call here reaches it).
+    fn node() -> Option<Node> {
+        Node::new(
             0,
             "redis://127.0.0.1:7399",
             Duration::from_millis(50),
             &crate::node::Connect::default(),
         )
-        .ok()?;
+        .ok()
+    }
+
+    /// The value of `redquorum.node.up` once `calls` (answer, time since
+    /// its call was sent) have been reported, in that order.
+    fn up_after(calls: Vec<(NodeResult<bool>, Duration)>) -> Option<f64> {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let node = node()?;
         ::metrics::with_local_recorder(&recorder, || {
             for (answer, elapsed) in &calls {
                 answered(("release", &node), answer, |v| *v, (*elapsed, false));
@@ -162,13 +167,7 @@ mod tests {
     fn checks_begun_before_a_newer_calls_failure_do_not_mark_the_node_up_again() {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
-        let node = Node::new(
-            0,
-            "redis://127.0.0.1:7399",
-            Duration::from_millis(50),
-            &crate::node::Connect::default(),
-        )
-        .unwrap();
+        let node = node().unwrap();
         let dropped = NodeFailure::from_redis(&redis::RedisError::from(std::io::Error::from(
             std::io::ErrorKind::BrokenPipe,
         )));
