@@ -150,7 +150,7 @@ impl LocalClusterBuilder {
 }
 
 /// Finds `redis-server`: explicit path, else `$REDIS_SERVER_BIN`, else `PATH`.
-fn resolve_bin(explicit: Option<&Path>) -> Result<PathBuf, TestkitError> {
+pub(crate) fn resolve_bin(explicit: Option<&Path>) -> Result<PathBuf, TestkitError> {
     let configured = explicit.map(Path::to_path_buf).or_else(|| {
         std::env::var_os(REDIS_SERVER_BIN_ENV)
             .filter(|v| !v.is_empty())
@@ -180,7 +180,7 @@ pub(crate) struct TempDir {
 }
 
 impl TempDir {
-    fn create() -> Result<Self, TestkitError> {
+    pub(crate) fn create() -> Result<Self, TestkitError> {
         let base = std::env::temp_dir();
         loop {
             let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -197,6 +197,11 @@ impl TempDir {
                 }
             }
         }
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 }
 

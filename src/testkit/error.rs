@@ -124,4 +124,8 @@ pub enum TestkitError {
         /// What the certificate library said.
         reason: String,
     },
+
+    /// A local Redis Cluster did not form, or did not settle after a fault.
+    #[error("local redis cluster: {0}")]
+    Cluster(String),
 }

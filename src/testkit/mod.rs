@@ -33,6 +33,7 @@ mod nemesis;
 mod nodes;
 mod oracle;
 mod proxy;
+mod redis_cluster;
 mod resp;
 mod server;
 #[cfg(feature = "sim")]
@@ -49,4 +50,5 @@ pub use nemesis::{FaultKind, Nemesis, NemesisReport, SEED_ENV};
 pub use nodes::{Nodes, REDLOCK_NODES_ENV};
 pub use oracle::{KeyLife, ORACLE_TOLERANCE, Oracle, Violation, quorum_life};
 pub use proxy::ProxyMode;
+pub use redis_cluster::LocalRedisCluster;
 pub use server::NodeState;

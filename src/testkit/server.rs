@@ -45,6 +45,11 @@ pub(crate) struct RedisServer {
     aof: bool,
     /// Also listens for TLS (the plain port stays open for the testkit).
     tls: Option<ServerTls>,
+    /// More arguments, with `{bus}` standing for a second free port (the
+    /// cluster bus of a cluster node).
+    extra: Vec<String>,
+    /// The second port, when `extra` asks for one.
+    bus_port: Option<u16>,
 }
 
 impl RedisServer {
@@ -57,6 +62,18 @@ impl RedisServer {
         bin: &Path,
         dir: &Path,
         tls: Option<(&CertFiles, bool)>,
+    ) -> Result<Self, TestkitError> {
+        Self::start_with(index, bin, dir, tls, &[])
+    }
+
+    /// [`start`](Self::start) with `extra` arguments after ours; `{bus}`
+    /// in them stands for a second free port, kept across restarts.
+    pub(crate) fn start_with(
+        index: usize,
+        bin: &Path,
+        dir: &Path,
+        tls: Option<(&CertFiles, bool)>,
+        extra: &[&str],
     ) -> Result<Self, TestkitError> {
         std::fs::create_dir_all(dir).map_err(|source| TestkitError::Io {
             context: format!("creating data directory {} for node {index}", dir.display()),
@@ -82,6 +99,12 @@ impl RedisServer {
                 paused: false,
                 aof: false,
                 tls,
+                extra: extra.iter().map(|a| (*a).to_owned()).collect(),
+                bus_port: if extra.iter().any(|a| a.contains("{bus}")) {
+                    Some(free_port()?)
+                } else {
+                    None
+                },
             };
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
@@ -355,6 +378,10 @@ impl RedisServer {
             .arg("--logfile")
             .arg(&log)
             .args(self.tls.iter().flat_map(ServerTls::args))
+            .args(self.extra.iter().map(|a| match self.bus_port {
+                Some(bus) => a.replace("{bus}", &bus.to_string()),
+                None => a.clone(),
+            }))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
