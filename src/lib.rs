@@ -322,6 +322,8 @@ mod node;
 // Floor 2, N nodes.
 mod background;
 mod check;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod inspect;
 mod notifications;
 mod quorum;

@@ -62,6 +62,7 @@ pub(super) async fn probe(index: usize, node: Arc<Node>, fencing: bool) -> NodeC
     let mut check = NodeCheck {
         index,
         node: node.name().to_owned(),
+        cluster_slot: node.cluster_slot(),
         ..NodeCheck::default()
     };
     let started = Instant::now();
@@ -226,6 +227,10 @@ fn read_info(check: &mut NodeCheck, info: &InfoDict) {
     }
     if info.get::<i64>("cluster_enabled") == Some(1) {
         check.cluster_enabled = true;
+        if check.cluster_slot.is_some() {
+            // One of the masters of a lock over the cluster.
+            return;
+        }
         check.problems.push(NodeProblem::Cluster {
             index: check.index,
             node: check.node.clone(),

@@ -71,6 +71,14 @@ pub enum Error {
     /// one entry per problem, each naming its node and what to change.
     #[error("misconfigured nodes: {}", list_problems(.0))]
     Misconfigured(Vec<crate::error::problem::NodeProblem>),
+    /// On a Redis Cluster ([`Redlock::cluster`](crate::Redlock::cluster),
+    /// feature `cluster`): the cluster's layout could not be read, or two
+    /// of the lock's nodes are served by one master, so one master's loss
+    /// would take two votes. Acquisitions are refused until the layout
+    /// gives each node its own master again. The message names the nodes,
+    /// their hash tags and slots, and the master.
+    #[error("cluster placement: {0}")]
+    Placement(String),
 }
 
 fn list_problems(problems: &[crate::error::problem::NodeProblem]) -> String {

@@ -29,6 +29,7 @@ pub struct NodeCheck {
     pub(crate) replicas: Option<usize>,
     pub(crate) persistence: Option<(String, String)>,
     pub(crate) problems: Vec<NodeProblem>,
+    pub(crate) cluster_slot: Option<(String, u16)>,
 }
 
 impl NodeCheck {
@@ -66,6 +67,25 @@ impl NodeCheck {
         self.persistence
             .as_ref()
             .map(|(a, f)| (a.as_str(), f.as_str()))
+    }
+    /// On a lock over a Redis Cluster
+    /// ([`Redlock::cluster`](crate::Redlock::cluster)): the node's hash tag
+    /// and the slot it hashes to; this check's other facts are those of
+    /// the master serving that slot. `None` for independent masters.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redquorum::Redlock) {
+    /// for check in redlock.check_report().await {
+    ///     if let Some((tag, slot)) = check.cluster_slot() {
+    ///         println!("{tag} -> slot {slot} on {}", check.node());
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn cluster_slot(&self) -> Option<(&str, u16)> {
+        self.cluster_slot
+            .as_ref()
+            .map(|(tag, slot)| (tag.as_str(), *slot))
     }
     /// Misconfigurations and warnings found on this node (empty when all
     /// is well); see [`NodeProblem::is_warning`].

@@ -35,6 +35,10 @@ pub(crate) async fn acquire(
     owner: Option<&str>,
 ) -> Result<Held> {
     keys::check_resources(resources)?;
+    #[cfg(feature = "cluster")]
+    if let Some(refusal) = shared.placement.get().and_then(|p| p.refusal()) {
+        return Err(crate::Error::Placement(refusal));
+    }
     if let Some(owner) = owner {
         value::check_owner(owner)?;
     }

@@ -50,6 +50,10 @@ pub(crate) struct Shared {
     pending: Pending,
     /// Turns of the watchdogs' extension rounds ([`WATCHDOG_ROUNDS`]).
     watchdog_rounds: Semaphore,
+    /// On a Redis Cluster: which master serves each node (feature
+    /// `cluster`).
+    #[cfg(feature = "cluster")]
+    pub(crate) placement: std::sync::OnceLock<Arc<crate::cluster::placement::Placement>>,
 }
 
 /// The most extension rounds the watchdogs of one
@@ -86,6 +90,8 @@ impl Shared {
             background,
             pending: Pending::default(),
             watchdog_rounds: Semaphore::new(WATCHDOG_ROUNDS),
+            #[cfg(feature = "cluster")]
+            placement: std::sync::OnceLock::new(),
         }
     }
 

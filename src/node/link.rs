@@ -14,6 +14,10 @@ pub(crate) enum Link {
     /// A simulated link (feature `sim`).
     #[cfg(feature = "sim")]
     Sim(std::sync::Arc<dyn SimEndpoint>),
+    /// A real connection to a cluster master whose keys carry a hash tag
+    /// (feature `cluster`, [`tagged`](super::tagged)).
+    #[cfg(feature = "cluster")]
+    Tagged(ConnectionManager, std::sync::Arc<str>),
 }
 
 /// The far end of a simulated link: takes a command, answers as a Redis
@@ -50,6 +54,11 @@ impl ConnectionLike for Link {
             Link::Real(manager) => manager.req_packed_command(cmd),
             #[cfg(feature = "sim")]
             Link::Sim(endpoint) => endpoint.call(cmd),
+            #[cfg(feature = "cluster")]
+            Link::Tagged(manager, tag) => {
+                let cmd = super::tagged::tag_keys(cmd, tag);
+                Box::pin(async move { manager.req_packed_command(&cmd).await })
+            }
         }
     }
 
@@ -68,6 +77,13 @@ impl ConnectionLike for Link {
                     "pipelines are not simulated",
                 )))
             }),
+            #[cfg(feature = "cluster")]
+            Link::Tagged(..) => Box::pin(async {
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "pipelines are not tagged",
+                )))
+            }),
         }
     }
 
@@ -76,6 +92,8 @@ impl ConnectionLike for Link {
             Link::Real(manager) => manager.get_db(),
             #[cfg(feature = "sim")]
             Link::Sim(_) => 0,
+            #[cfg(feature = "cluster")]
+            Link::Tagged(manager, _) => manager.get_db(),
         }
     }
 }

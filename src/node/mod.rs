@@ -19,6 +19,8 @@ pub(crate) mod request;
 pub(crate) mod restart_guard;
 pub(crate) mod script;
 pub(crate) mod scripts;
+#[cfg(feature = "cluster")]
+pub(crate) mod tagged;
 mod tls;
 
 use std::sync::{Mutex, PoisonError};
@@ -80,6 +82,13 @@ impl NodeError {
 /// The answer of one node call.
 pub(crate) type NodeResult<T> = std::result::Result<T, NodeError>;
 
+/// Where a node's connections go, and the ones open.
+struct Conns {
+    client: Client,
+    /// One per runtime, see [`Node::conn`].
+    open: Vec<Connection>,
+}
+
 /// A connection and a task that lives as long as the runtime it is on.
 struct Connection {
     manager: ConnectionManager,
@@ -110,12 +119,12 @@ pub(crate) struct Node {
     /// The server's address alone, normalised: two nodes with the same one
     /// are one server, whatever their databases or credentials.
     server: String,
-    client: Client,
-    /// One per runtime that calls the node, opened on first use inside
-    /// it, so that construction does no I/O and needs no runtime, and a
-    /// call never waits on a driver that another runtime (idle, or busy)
-    /// would have to run; forgotten once their runtime has shut down.
-    conn: Mutex<Vec<Connection>>,
+    /// The client, and its connections: one per runtime that calls the
+    /// node, opened on first use inside it, so that construction does no
+    /// I/O and needs no runtime, and a call never waits on a driver that
+    /// another runtime (idle, or busy) would have to run; forgotten once
+    /// their runtime has shut down.
+    conn: Mutex<Conns>,
     timeout: Duration,
     /// The bound on opening a connection, which may exceed `timeout`.
     connect_timeout: Duration,
@@ -133,6 +142,10 @@ pub(crate) struct Node {
     /// The simulated node this one talks to instead (feature `sim`).
     #[cfg(feature = "sim")]
     sim: Option<std::sync::Arc<dyn link::SimEndpoint>>,
+    /// The hash tag of this node's keys, on a Redis Cluster (feature
+    /// `cluster`).
+    #[cfg(feature = "cluster")]
+    pub(crate) cluster: Option<tagged::ClusterNode>,
 }
 
 impl Node {
@@ -157,13 +170,17 @@ impl Node {
             newest_answer: observe::NewestAnswer::default(),
             doubts_scripts: std::sync::atomic::AtomicBool::new(false),
             server,
-            client,
-            conn: Mutex::new(Vec::new()),
+            conn: Mutex::new(Conns {
+                client,
+                open: Vec::new(),
+            }),
             timeout,
             connect_timeout: connect.timeout(),
             restart_guard: None,
             #[cfg(feature = "sim")]
             sim: None,
+            #[cfg(feature = "cluster")]
+            cluster: None,
         })
     }
 
@@ -190,6 +207,15 @@ impl Node {
     pub(crate) fn with_restart_guard(mut self, guard: Option<restart_guard::RestartGuard>) -> Self {
         self.restart_guard = guard;
         self
+    }
+
+    /// On a lock over a Redis Cluster, the node's hash tag and slot.
+    pub(crate) fn cluster_slot(&self) -> Option<(String, u16)> {
+        #[cfg(feature = "cluster")]
+        if let Some(cluster) = &self.cluster {
+            return Some((cluster.tag.to_string(), cluster.slot));
+        }
+        None
     }
 
     /// The node's address without credentials.
@@ -233,7 +259,12 @@ impl Node {
         if let Some(endpoint) = &self.sim {
             return crate::notifications::Source::Sim(endpoint.clone());
         }
-        crate::notifications::Source::Real(self.client.clone())
+        let conns = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        #[cfg(feature = "cluster")]
+        if let Some(cluster) = &self.cluster {
+            return crate::notifications::Source::Tagged(conns.client.clone(), cluster.tag.clone());
+        }
+        crate::notifications::Source::Real(conns.client.clone())
     }
 
     pub(super) fn connection(&self) -> NodeResult<Link> {
@@ -246,17 +277,18 @@ impl Node {
         let id = handle.id();
         let mut conns = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(live) = conns
+            .open
             .iter()
             .find(|c| c.id == id && !c.runtime.is_finished())
         {
-            return Ok(Link::Real(live.manager.clone()));
+            return Ok(self.link(live.manager.clone()));
         }
-        conns.retain(|c| !c.runtime.is_finished());
+        conns.open.retain(|c| !c.runtime.is_finished());
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
-        let manager = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+        let manager = ConnectionManager::new_lazy_with_config(conns.client.clone(), config)
             .map_err(|e| NodeError::redis(&e))?;
         // Ends (as a cancelled task) when the runtime shuts down, taking
         // the connection's driver with it: the next call opens a new one.
@@ -273,12 +305,21 @@ impl Node {
             let _ =
                 tokio::time::timeout(limit, ping.query_async::<redis::Value>(&mut opening)).await;
         });
-        conns.push(Connection {
+        conns.open.push(Connection {
             manager: manager.clone(),
             id,
             runtime,
         });
-        Ok(Link::Real(manager))
+        Ok(self.link(manager))
+    }
+
+    /// The link over `manager`: tagged on a cluster.
+    fn link(&self, manager: ConnectionManager) -> Link {
+        #[cfg(feature = "cluster")]
+        if let Some(cluster) = &self.cluster {
+            return Link::Tagged(manager, cluster.tag.clone());
+        }
+        Link::Real(manager)
     }
 
     /// Names the command of `script` that the ACL refused in `failure`: from

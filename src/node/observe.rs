@@ -43,6 +43,10 @@ pub(crate) fn answered<T>(
             FailureKind::ConnectionRefused | FailureKind::Io | FailureKind::Tls
         ),
     };
+    #[cfg(feature = "cluster")]
+    if let Some(cluster) = &node.cluster {
+        cluster.observe(answer);
+    }
     if !up {
         // Timed out or cut off: if it restarted meanwhile, or is too slow
         // for a NOSCRIPT to be read in time, its next delete must not

@@ -131,7 +131,7 @@ pub(super) async fn run_feed(
                     message = connection.next() => match message {
                         Some(message) => {
                             let Some(inner) = inner.upgrade() else { return };
-                            inner.announce(index, message.get_channel_name(), message.get_payload_bytes());
+                            inner.announce(index, source.untagged(message.get_channel_name()), message.get_payload_bytes());
                         }
                         None => {
                             // Node restarted, connection killed: connect

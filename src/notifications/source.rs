@@ -18,6 +18,10 @@ pub(crate) enum Source {
     /// A simulated node (feature `sim`).
     #[cfg(feature = "sim")]
     Sim(std::sync::Arc<dyn crate::node::link::SimEndpoint>),
+    /// A master of a Redis Cluster, whose channels carry the node's hash
+    /// tag as its keys do (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    Tagged(Client, std::sync::Arc<str>),
 }
 
 impl From<Client> for Source {
@@ -33,7 +37,23 @@ impl Source {
             Source::Real(client) => client.get_connection_info().addr().to_string(),
             #[cfg(feature = "sim")]
             Source::Sim(endpoint) => endpoint.name(),
+            #[cfg(feature = "cluster")]
+            Source::Tagged(client, _) => client.get_connection_info().addr().to_string(),
         }
+    }
+
+    /// `channel` as the lock names it: without the hash tag a cluster
+    /// node's channels carry.
+    pub(super) fn untagged<'a>(&self, channel: &'a str) -> &'a str {
+        #[cfg(feature = "cluster")]
+        if let Source::Tagged(_, tag) = self {
+            return channel
+                .strip_prefix('{')
+                .and_then(|c| c.strip_prefix(&**tag))
+                .and_then(|c| c.strip_prefix('}'))
+                .unwrap_or(channel);
+        }
+        channel
     }
 
     /// Opens a pub/sub connection.
@@ -45,6 +65,11 @@ impl Source {
             }
             #[cfg(feature = "sim")]
             Source::Sim(endpoint) => Ok(Connection::Sim(endpoint.subscriber().await?)),
+            #[cfg(feature = "cluster")]
+            Source::Tagged(client, tag) => {
+                let (sink, stream) = client.get_async_pubsub().await?.split();
+                Ok(Connection::Tagged(sink, stream, tag.clone()))
+            }
         }
     }
 }
@@ -54,6 +79,14 @@ pub(super) enum Connection {
     Real(PubSubSink, PubSubStream),
     #[cfg(feature = "sim")]
     Sim(Box<dyn crate::node::link::SimSubscriber>),
+    #[cfg(feature = "cluster")]
+    Tagged(PubSubSink, PubSubStream, std::sync::Arc<str>),
+}
+
+/// `channels` with `tag` in front: `{tag}channel`.
+#[cfg(feature = "cluster")]
+fn tagged(channels: &[String], tag: &str) -> Vec<String> {
+    channels.iter().map(|c| format!("{{{tag}}}{c}")).collect()
 }
 
 impl Connection {
@@ -62,6 +95,8 @@ impl Connection {
             Connection::Real(sink, _) => sink.subscribe(channels).await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.subscribe(channels).await,
+            #[cfg(feature = "cluster")]
+            Connection::Tagged(sink, _, tag) => sink.subscribe(tagged(channels, tag)).await,
         }
     }
 
@@ -70,6 +105,8 @@ impl Connection {
             Connection::Real(sink, _) => sink.unsubscribe(channels).await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.unsubscribe(channels).await,
+            #[cfg(feature = "cluster")]
+            Connection::Tagged(sink, _, tag) => sink.unsubscribe(tagged(channels, tag)).await,
         }
     }
 
@@ -83,6 +120,8 @@ impl Connection {
             Connection::Real(_, stream) => stream.next().await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.next().await,
+            #[cfg(feature = "cluster")]
+            Connection::Tagged(_, stream, _) => stream.next().await,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! [`Redlock`]: the public face of the lock: construction, settings,
 //! start-up checks and shutdown here, the locking calls in [`locking`].
 
+#[cfg(feature = "cluster")]
+mod cluster;
 mod from_env;
 mod jobs;
 mod locking;
