@@ -13,3 +13,13 @@ fn a_plain_cargo_test_runs_the_integration_tests_with_the_testkit() {
          package on itself with features testkit and cli, or run `bash scripts/test.sh`"
     );
 }
+
+#[test]
+fn a_plain_cargo_test_runs_the_redis_cluster_tests() {
+    let enabled = std::hint::black_box(cfg!(feature = "cluster"));
+    assert!(
+        enabled,
+        "tests/redis_cluster.rs needs the cluster feature: keep it in the dev-dependency of \
+         the package on itself"
+    );
+}
