@@ -34,6 +34,11 @@ impl Redlock {
     /// slots are served by one master, every acquisition is refused with
     /// [`Error::Placement`]: one master's loss must never take two votes.
     ///
+    /// Turn the restart guard on ([`Config::with_restart_guard`]): a
+    /// replica promoted by the cluster may have missed the newest lock
+    /// keys, and only the guard's quarantine keeps it from granting them
+    /// again. Without it a warning is logged.
+    ///
     /// Must be called inside a tokio runtime: it reads the layout, and
     /// spawns the task that keeps it up to date (it ends with the lock).
     ///
@@ -67,6 +72,13 @@ impl Redlock {
             )));
         }
         config.validate(nodes)?;
+        if config.quarantine().is_none() {
+            tracing::warn!(
+                "redquorum cluster: the restart guard is off; a failover to a replica that \
+                 missed the newest lock keys can grant a held lock again \
+                 (Config::with_restart_guard)"
+            );
+        }
         let placement =
             Placement::new(nodes, seed, config.connect().clone(), config.node_timeout())
                 .ok_or_else(|| Error::Placement(format!("no hash tags found for {nodes} nodes")))?;
