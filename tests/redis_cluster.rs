@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use redquorum::testkit::LocalRedisCluster;
+use redquorum::testkit::{LocalRedisCluster, Oracle};
 use redquorum::{Config, Error, NodeOutcome, Redlock};
 use tokio::task::block_in_place;
 use tokio::time::Instant;
@@ -94,7 +94,7 @@ fn a_local_cluster_forms_and_promotes_a_replica_when_a_master_dies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_masters_each_hold_one_key_and_concurrent_workers_never_overlap() {
+async fn three_masters_each_hold_one_key_the_oracle_checks_and_concurrent_workers_never_overlap() {
     let cluster = block_in_place(|| start(3, 1));
     let redlock = over(&cluster, 3, patient()).await;
     assert_eq!(redlock.quorum(), 2);
@@ -105,7 +105,28 @@ async fn three_masters_each_hold_one_key_and_concurrent_workers_never_overlap() 
         .expect("lock");
     let holding = block_in_place(|| masters_holding(&cluster, &format!("lock:{resource}")));
     assert_eq!(holding.len(), 3, "one key on each master: {holding:?}");
-    guard.release().await.expect("release");
+    // The oracle reads each node's tagged key on its master: the guard
+    // claims no more than a quorum holds...
+    let mut urls = Vec::new();
+    let mut tagged = Vec::new();
+    for check in redlock.check_report().await {
+        let (tag, slot) = check.cluster_slot().expect("slot");
+        let master = block_in_place(|| cluster.master_of(slot)).expect("owner");
+        urls.push(cluster.url(master));
+        tagged.push(format!("{{{tag}}}"));
+    }
+    let oracle = Oracle::new(urls.clone(), redlock.quorum()).with_key_prefixes(tagged.clone());
+    oracle.check(&redlock, &guard).await.expect("no violation");
+    // ... and sees the violation once two masters lose the key.
+    for (url, prefix) in urls.iter().zip(&tagged).take(2) {
+        let key = format!("{prefix}{}", redlock.lock_key(&resource));
+        let _: i64 = block_in_place(|| query(url, redis::cmd("DEL").arg(&key))).expect("DEL");
+    }
+    assert!(
+        oracle.check(&redlock, &guard).await.is_err(),
+        "the oracle is blind"
+    );
+    let _ = guard.release().await;
     let history = contend(&redlock, &resource, 4, 10).await;
     assert_eq!(history.len(), 40);
     assert!(history.overlaps().is_empty(), "{:?}", history.overlaps());

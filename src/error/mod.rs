@@ -71,7 +71,7 @@ pub enum Error {
     /// one entry per problem, each naming its node and what to change.
     #[error("misconfigured nodes: {}", list_problems(.0))]
     Misconfigured(Vec<crate::error::problem::NodeProblem>),
-    /// On a Redis Cluster ([`Redlock::cluster`](crate::Redlock::cluster),
+    /// On a Redis Cluster (`Redlock::cluster`,
     /// feature `cluster`): the cluster's layout could not be read, or two
     /// of the lock's nodes are served by one master, so one master's loss
     /// would take two votes. Acquisitions are refused until the layout

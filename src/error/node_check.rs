@@ -69,7 +69,7 @@ impl NodeCheck {
             .map(|(a, f)| (a.as_str(), f.as_str()))
     }
     /// On a lock over a Redis Cluster
-    /// ([`Redlock::cluster`](crate::Redlock::cluster)): the node's hash tag
+    /// (`Redlock::cluster`, feature `cluster`): the node's hash tag
     /// and the slot it hashes to; this check's other facts are those of
     /// the master serving that slot. `None` for independent masters.
     ///

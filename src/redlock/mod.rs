@@ -240,7 +240,9 @@ impl Redlock {
 
     /// The Redis key that holds `resource`'s lock on every node,
     /// `{key_prefix}lock:{resource}`: for inspecting a lock (`GET`, `PTTL`)
-    /// with other tools. Never write to it.
+    /// with other tools. Never write to it. On a Redis Cluster
+    /// (`Redlock::cluster`, feature `cluster`) each node's key has its hash tag in front:
+    /// `{tag}` then this name.
     ///
     /// ```
     /// let redlock = redquorum::Redlock::new(["redis://a:6379"])?;

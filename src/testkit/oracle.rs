@@ -88,6 +88,9 @@ pub struct Oracle {
     urls: Vec<String>,
     quorum: usize,
     tolerance: Duration,
+    /// Put in front of every key read on node `i` (a cluster node's hash
+    /// tag, `{tag}`); none when empty.
+    key_prefixes: Vec<String>,
 }
 
 impl Oracle {
@@ -99,7 +102,24 @@ impl Oracle {
             urls: direct_urls,
             quorum,
             tolerance: ORACLE_TOLERANCE,
+            key_prefixes: Vec::new(),
         }
+    }
+
+    /// Reads node `i`'s keys as `{prefixes[i]}{key}`: on a lock over a Redis
+    /// Cluster, each node's keys carry its hash tag in front
+    /// (`format!("{{{tag}}}")`, with the tag of
+    /// [`NodeCheck::cluster_slot`](crate::NodeCheck::cluster_slot)).
+    ///
+    /// ```
+    /// let oracle = redquorum::testkit::Oracle::new(vec!["redis://127.0.0.1:7000/".into()], 1)
+    ///     .with_key_prefixes(vec!["{rq3.0.7}".into()]);
+    /// # let _ = oracle;
+    /// ```
+    #[must_use]
+    pub fn with_key_prefixes(mut self, prefixes: Vec<String>) -> Self {
+        self.key_prefixes = prefixes;
+        self
     }
 
     /// Sets the slack allowed between the guard's claim and the nodes'
@@ -112,7 +132,10 @@ impl Oracle {
 
     /// What every node says of `key`, in node order.
     pub async fn lives(&self, key: &str) -> Vec<KeyLife> {
-        let reads = self.urls.iter().map(|url| read_life(url, key));
+        let reads = self.urls.iter().enumerate().map(|(i, url)| {
+            let prefix = self.key_prefixes.get(i).map_or("", String::as_str);
+            read_life(url, format!("{prefix}{key}"))
+        });
         futures_util::future::join_all(reads).await
     }
 
@@ -189,7 +212,7 @@ pub fn quorum_life(lives: &[KeyLife], quorum: usize) -> Option<Duration> {
     }
 }
 
-async fn read_life(url: &str, key: &str) -> KeyLife {
+async fn read_life(url: &str, key: String) -> KeyLife {
     let read = async {
         let client = redis::Client::open(url)?;
         let mut conn = client.get_multiplexed_async_connection().await?;
