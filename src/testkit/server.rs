@@ -512,3 +512,64 @@ fn log_tail(path: &Path) -> String {
         Err(e) => format!("(could not read log {}: {e})", path.display()),
     }
 }
+
+/// A synchronous connection to `url` (node `index`, for errors), with
+/// `timeout` on connecting, reading and writing.
+pub(crate) fn connect(
+    index: usize,
+    url: &str,
+    timeout: Duration,
+) -> Result<redis::Connection, TestkitError> {
+    let err = |source| TestkitError::Redis {
+        index,
+        url: url.to_owned(),
+        source,
+    };
+    let con = redis::Client::open(url)
+        .and_then(|client| client.get_connection_with_timeout(timeout))
+        .map_err(err)?;
+    con.set_read_timeout(Some(timeout)).map_err(err)?;
+    con.set_write_timeout(Some(timeout)).map_err(err)?;
+    Ok(con)
+}
+
+/// Runs `cmd` on `con`, a connection to node `index` at `url`.
+pub(crate) fn run<T: redis::FromRedisValue>(
+    index: usize,
+    url: &str,
+    con: &mut redis::Connection,
+    cmd: &redis::Cmd,
+) -> Result<T, TestkitError> {
+    cmd.query(con).map_err(|source| TestkitError::Redis {
+        index,
+        url: url.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's range of ports for outgoing connections.
+    fn ephemeral_low() -> u16 {
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(32768)
+    }
+
+    #[test]
+    fn ports_handed_to_nodes_are_below_the_ephemeral_range_and_never_handed_twice() {
+        // An outgoing connection's local port is drawn from the ephemeral
+        // range: a node port there can be taken by a client connection
+        // while its node is down, and the restart on it fails.
+        let low = ephemeral_low();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let port = free_port().expect("a port");
+            assert!(port < low, "port {port} is in the ephemeral range from {low}");
+            assert!(seen.insert(port), "port {port} handed out twice");
+        }
+    }
+}
