@@ -73,6 +73,14 @@ async fn contend(redlock: &Redlock, resource: &str, workers: usize, rounds: usiz
     history
 }
 
+/// `resource`, locked by `redlock` for `secs` seconds.
+async fn take(redlock: &Redlock, resource: &str, secs: u64) -> redquorum::LockGuard {
+    match redlock.try_lock(resource, Duration::from_secs(secs)).await {
+        Ok(guard) => guard,
+        Err(e) => panic!("lock {resource}: {e}"),
+    }
+}
+
 fn patient() -> Config {
     fast_config()
         .with_retries(400)
@@ -99,10 +107,7 @@ async fn three_masters_each_hold_one_key_the_oracle_checks_and_concurrent_worker
     let redlock = over(&cluster, 3, patient()).await;
     assert_eq!(redlock.quorum(), 2);
     let resource = unique("cluster-3");
-    let guard = redlock
-        .try_lock(&resource, Duration::from_secs(10))
-        .await
-        .expect("lock");
+    let guard = take(&redlock, &resource, 10).await;
     let holding = block_in_place(|| masters_holding(&cluster, &format!("lock:{resource}")));
     assert_eq!(holding.len(), 3, "one key on each master: {holding:?}");
     // The oracle reads each node's tagged key on its master: the guard
@@ -191,10 +196,7 @@ async fn a_master_failover_while_held_keeps_the_lock_exclusive_and_quarantines_t
     );
     let other = over(&cluster, 3, config).await;
     let resource = unique("failover");
-    let guard = holder
-        .try_lock(&resource, Duration::from_secs(15))
-        .await
-        .expect("lock");
+    let guard = take(&holder, &resource, 15).await;
     let slot = holder.check_report().await[0]
         .cluster_slot()
         .expect("slot")
@@ -250,10 +252,7 @@ async fn a_slot_moved_while_held_is_followed_and_a_move_onto_a_used_master_refus
     let holder = over(&cluster, 3, fast_config()).await;
     let other = over(&cluster, 3, fast_config()).await;
     let resource = unique("reshard");
-    let mut guard = holder
-        .try_lock(&resource, Duration::from_secs(20))
-        .await
-        .expect("lock");
+    let mut guard = take(&holder, &resource, 20).await;
     let slots: Vec<u16> = holder
         .check_report()
         .await
@@ -326,10 +325,7 @@ async fn a_waiter_on_the_cluster_is_woken_by_the_release_not_by_its_retry_delay(
         .with_retry_jitter(Duration::from_millis(1));
     let waiter = over(&cluster, 3, slow_retries).await;
     let resource = unique("woken");
-    let guard = holder
-        .try_lock(&resource, Duration::from_secs(30))
-        .await
-        .expect("lock");
+    let guard = take(&holder, &resource, 30).await;
     let waiting = {
         let (waiter, resource) = (waiter.clone(), resource.clone());
         tokio::spawn(async move {

@@ -339,11 +339,7 @@ impl LocalCluster {
 
     fn run<T: redis::FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> Result<T, TestkitError> {
         let mut con = self.connection(i)?;
-        cmd.query(&mut con).map_err(|source| TestkitError::Redis {
-            index: i,
-            url: self.direct_url(i),
-            source,
-        })
+        super::server::run(i, &self.direct_url(i), &mut con, cmd)
     }
 
     /// Freezes node `i` with `SIGSTOP`: the kernel still accepts connections
@@ -412,19 +408,7 @@ impl LocalCluster {
     /// does not accept the connection (e.g. it is down or paused).
     pub fn connection(&self, i: usize) -> Result<redis::Connection, TestkitError> {
         let node = self.node(i)?;
-        let url = url_for(node.direct_port);
-        let err = |source| TestkitError::Redis {
-            index: i,
-            url: url.clone(),
-            source,
-        };
-        let con = redis::Client::open(url.as_str())
-            .and_then(|client| client.get_connection_with_timeout(ASSERTION_TIMEOUT))
-            .map_err(err)?;
-        con.set_read_timeout(Some(ASSERTION_TIMEOUT)).map_err(err)?;
-        con.set_write_timeout(Some(ASSERTION_TIMEOUT))
-            .map_err(err)?;
-        Ok(con)
+        super::server::connect(i, &url_for(node.direct_port), ASSERTION_TIMEOUT)
     }
 
     /// The pid of node `i`'s `redis-server`, or `None` if it is down or the

@@ -160,27 +160,12 @@ impl LocalRedisCluster {
                 len: self.servers.len(),
             });
         }
-        let url = self.url(i);
-        let err = |source| TestkitError::Redis {
-            index: i,
-            url: url.clone(),
-            source,
-        };
-        let con = redis::Client::open(url.as_str())
-            .and_then(|client| client.get_connection_with_timeout(TIMEOUT))
-            .map_err(err)?;
-        con.set_read_timeout(Some(TIMEOUT)).map_err(err)?;
-        con.set_write_timeout(Some(TIMEOUT)).map_err(err)?;
-        Ok(con)
+        super::server::connect(i, &self.url(i), TIMEOUT)
     }
 
     fn run<T: redis::FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> Result<T, TestkitError> {
         let mut con = self.connection(i)?;
-        cmd.query(&mut con).map_err(|source| TestkitError::Redis {
-            index: i,
-            url: self.url(i),
-            source,
-        })
+        super::server::run(i, &self.url(i), &mut con, cmd)
     }
 
     /// Whether node `i`'s process runs.
