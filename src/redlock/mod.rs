@@ -255,7 +255,8 @@ impl Redlock {
 
     /// Start-up checks, to call at boot: every node answers as a master
     /// (`ROLE`), accepts our credentials, has `maxmemory-policy noeviction`,
-    /// is not a Redis Cluster node, and no two URLs lead to the same server
+    /// is not a Redis Cluster node (unless the lock runs over the cluster,
+    /// `Redlock::cluster`), and no two URLs lead to the same server
     /// (`run_id`). Unreachable nodes fail the check only when fewer than a
     /// quorum of nodes are usable (answered, with warnings at most). The first acquisition runs the same checks in the
     /// background and logs problems with `tracing::warn!`.
