@@ -345,3 +345,39 @@ async fn a_waiter_on_the_cluster_is_woken_by_the_release_not_by_its_retry_delay(
         acquired - released
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_on_the_cluster_grow_and_each_counter_sits_beside_its_nodes_lock_key() {
+    let cluster = block_in_place(|| start(3, 0));
+    let config = fast_config()
+        .with_fencing(true)
+        .with_restart_guard(Duration::from_secs(10));
+    let redlock = over(&cluster, 3, config).await;
+    redlock.init_nodes().await;
+    let resource = unique("fenced");
+    let mut tokens = Vec::new();
+    for _ in 0..3 {
+        let guard = take(&redlock, &resource, 5).await;
+        tokens.push(guard.fencing_token().expect("a token"));
+        guard.release().await.expect("release");
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+    // Each master holds its node's counter and guard record, in the slot
+    // of that node's tag (a key of another slot would have been refused).
+    for check in redlock.check_report().await {
+        let (tag, slot) = check.cluster_slot().expect("slot");
+        let master = block_in_place(|| cluster.master_of(slot)).expect("owner");
+        let mut con = block_in_place(|| cluster.connection(master)).expect("connection");
+        let keys: Vec<String> = redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(100)
+            .query(&mut con)
+            .expect("GETKEYSINSLOT");
+        assert!(
+            keys.iter().any(|k| k.contains("fence:"))
+                && keys.iter().all(|k| k.starts_with(&format!("{{{tag}}}"))),
+            "{tag}: {keys:?}"
+        );
+    }
+}
