@@ -480,9 +480,41 @@ fn ping(addr: SocketAddr) -> bool {
     buf[..len].starts_with(b"+PONG")
 }
 
-/// Asks the OS for a currently free port on 127.0.0.1. Racy by nature: the
-/// caller retries with another port if the server cannot bind it.
+/// The lowest port a node may get: below it are the well-known and
+/// registered services of a typical machine.
+const LOWEST_PORT: u16 = 10_000;
+
+/// The ports handed to nodes by this process: never handed twice.
+static HANDED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+
+/// The first port of the kernel's range for outgoing connections' local
+/// ports (`ip_local_port_range`; 32768 when it cannot be read).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
+}
+
+/// A port free on 127.0.0.1 now, below the ephemeral range (so that no
+/// outgoing connection takes it while its node is down) and never handed
+/// out before by this process. Racy by nature against other processes:
+/// the caller retries with another port if the server cannot bind it.
 fn free_port() -> Result<u16, TestkitError> {
+    let ceiling = ephemeral_low();
+    let mut handed = HANDED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if ceiling > LOWEST_PORT + 1000 {
+        for _ in 0..1000 {
+            let port = rand::random_range(LOWEST_PORT..ceiling);
+            if !handed.contains(&port) && TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                handed.push(port);
+                return Ok(port);
+            }
+        }
+    }
+    // No room below the ephemeral range: ask the kernel.
     let listener =
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| TestkitError::Io {
             context: "binding 127.0.0.1:0 to find a free port".to_owned(),
@@ -495,6 +527,7 @@ fn free_port() -> Result<u16, TestkitError> {
             source,
         })?
         .port();
+    handed.push(port);
     Ok(port)
 }
 
@@ -545,4 +578,26 @@ pub(crate) fn run<T: redis::FromRedisValue>(
         url: url.to_owned(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_handed_to_nodes_are_below_the_ephemeral_range_and_never_handed_twice() {
+        // An outgoing connection's local port is drawn from the ephemeral
+        // range: a node port there can be taken by a client connection
+        // while its node is down, and the restart on it fails.
+        let low = ephemeral_low();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let port = free_port().expect("a port");
+            assert!(
+                port < low,
+                "port {port} is in the ephemeral range from {low}"
+            );
+            assert!(seen.insert(port), "port {port} handed out twice");
+        }
+    }
 }
