@@ -41,5 +41,7 @@ export SIM_SECONDS="${SIM_SECONDS:-5}" SIM_FIRST_SEED="${SIM_FIRST_SEED:-1}"
 if [ -n "${MUTANTS_SHARD:-}" ]; then
   args+=(--shard "$MUTANTS_SHARD" --sharding round-robin)
 fi
+# Only the simulation is built and run for each mutant (not every test
+# target): the build is most of a mutant's cost.
 cargo mutants "${args[@]}" --features sim --timeout-multiplier 3 \
-  --jobs 1 -- --test sim
+  --jobs 1 --cargo-arg=--test --cargo-arg=sim

@@ -43,6 +43,7 @@ mod gone;
 mod net;
 pub mod node;
 mod oracle;
+mod probes;
 mod pubsub;
 mod reasons;
 mod report;

@@ -196,7 +196,20 @@ async fn schedule(plan: &Plan) -> Report {
     if let (true, Some(operator)) = (trusted_start, built.first()) {
         // Under the faults already in force: a node it cannot reach keeps
         // its quarantine.
-        let _ = operator.redlock.init_nodes().await;
+        let reports = operator.redlock.init_nodes().await;
+        let names: Vec<&str> = reports.iter().map(|r| r.node()).collect();
+        let mut distinct = names.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if names.len() != NODES || distinct.len() != NODES {
+            record::violation(
+                &record,
+                format!(
+                    "init_nodes: {} reports for {NODES} nodes: {names:?}",
+                    reports.len()
+                ),
+            );
+        }
         let _ = trusted.set(start.elapsed());
     }
     let mut tasks = Vec::new();
@@ -317,6 +330,15 @@ async fn final_phase(
         }
         tokio::time::sleep(longest * 2 + Duration::from_millis(100)).await;
     }
+    // Clients that announce different restart-guard quarantines are
+    // refused as misconfigured (typed, not retried): expected, not a
+    // liveness failure.
+    let mut announced: Vec<_> = clients.iter().map(|c| c.plan.config.quarantine()).collect();
+    announced.dedup();
+    let mixed = announced.len() > 1;
+    if !mixed {
+        super::probes::run(world, record, clients, guarded).await;
+    }
     let all_below_n = clients.iter().all(|c| c.redlock.quorum() < NODES);
     let slowest = clients
         .iter()
@@ -330,12 +352,6 @@ async fn final_phase(
         world::lock(world).set_node_links(node, world::LinkMode::Slow(by));
         slow = Some(by);
     }
-    // Clients that announce different restart-guard quarantines are
-    // refused as misconfigured (typed, not retried): expected, not a
-    // liveness failure.
-    let mut announced: Vec<_> = clients.iter().map(|c| c.plan.config.quarantine()).collect();
-    announced.dedup();
-    let mixed = announced.len() > 1;
     // Nodes whose script cache lacks the delete script as the phase
     // begins (restarted or flushed): when such a node is also slower than a
     // client's node timeout, every NOSCRIPT answer comes after its call's
@@ -441,7 +457,7 @@ async fn final_phase(
 }
 
 /// Helpers on the shared record.
-mod record {
+pub(in crate::testkit::sim) mod record {
     use std::sync::{Mutex, MutexGuard};
 
     use super::Record;
@@ -450,7 +466,7 @@ mod record {
         super::super::checks::record(record)
     }
 
-    pub(super) fn violation(record: &Mutex<Record>, what: String) {
+    pub(in crate::testkit::sim) fn violation(record: &Mutex<Record>, what: String) {
         lock(record).violation(what);
     }
 

@@ -1,0 +1,255 @@
+//! Probes of the final phase: on healed nodes, a state set up exactly
+//! (a lock value planted on chosen nodes, a key deleted behind a holder's
+//! back, one link cut) and the one answer the docs promise for it. The
+//! random workload meets these states by chance, or never: a failed call
+//! that cannot wait, a release with exactly N − quorum refusals, a
+//! trusted node's status.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::checks::Record;
+use super::run::NODES;
+use super::workload::Client;
+use super::world::{self, LinkMode, Process, Shared};
+use crate::{Error, LockOptions, NodeProblem, Wait};
+
+/// Runs every probe; `guarded`: the clients run the restart guard (one
+/// quarantine, all of it served).
+pub(super) async fn run(
+    world: &Shared,
+    record: &Arc<Mutex<Record>>,
+    clients: &[Arc<Client>],
+    guarded: bool,
+) {
+    if let Some(waiter) = clients.get(1) {
+        marks(world, record, waiter).await;
+    }
+    if let Some(holder) = clients.first() {
+        for extra in [0, 1] {
+            release_verdict(world, record, holder, extra).await;
+        }
+        if guarded {
+            trust(record, holder).await;
+        }
+    }
+}
+
+/// A failed attempt marks the lock it lost as awaited (`+` after the
+/// holder's value, so that the release announces itself) only when its
+/// call may wait for it: release notifications on and a retry or a
+/// deadline left. A call that cannot wait marks nothing (a marked lock
+/// costs its release a `PUBLISH`).
+async fn marks(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let resource = "probe-marks";
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), resource);
+    let planted = format!("A{}", "0".repeat(39));
+    let marked_value = format!("{planted}+");
+    let ttl = client.plan.max_ttl;
+    let up = plant(world, &key, &planted);
+    let marked = || nodes_holding(world, &key, &marked_value);
+    let got = client.redlock.try_lock(resource, ttl).await;
+    if got.is_ok() {
+        violation(record, client, "try_lock got a lock held on every node");
+        return;
+    }
+    settle(client).await;
+    let after_try = marked();
+    if !after_try.is_empty() {
+        violation(
+            record,
+            client,
+            &format!(
+                "a failed try_lock marked the lock it lost as awaited on nodes {after_try:?}: a \
+                 call that cannot wait must not"
+            ),
+        );
+    }
+    let options = LockOptions::new().wait(Wait::Retries(1));
+    if client
+        .redlock
+        .lock_with(resource, ttl, &options)
+        .await
+        .is_ok()
+    {
+        violation(record, client, "lock_with got a lock held on every node");
+        return;
+    }
+    settle(client).await;
+    let after_wait = marked();
+    let notifies = client.plan.config.release_notifications();
+    if notifies && after_wait != up {
+        violation(
+            record,
+            client,
+            &format!(
+                "a failed lock_with(Wait::Retries(1)) with release notifications on marked the \
+                 lock it waits for on nodes {after_wait:?}, not on every node that holds it \
+                 ({up:?})"
+            ),
+        );
+    } else if !notifies && !after_wait.is_empty() {
+        violation(
+            record,
+            client,
+            &format!(
+                "a failed lock_with(Wait::Retries(1)) with release notifications off marked the \
+                 lock it lost as awaited on nodes {after_wait:?}"
+            ),
+        );
+    }
+    unplant(world, &key);
+}
+
+/// A release with `N − quorum + extra` of its nodes answering "not ours"
+/// and one more hung: with `extra` 0 a quorum could still have held it,
+/// so the release is unconfirmed; with `extra` 1 it cannot have, so the
+/// lock had expired.
+async fn release_verdict(
+    world: &Shared,
+    record: &Arc<Mutex<Record>>,
+    client: &Client,
+    extra: usize,
+) {
+    let resource = format!("probe-release-{extra}");
+    let refusing = NODES - client.redlock.quorum() + extra;
+    if refusing >= NODES {
+        return;
+    }
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let Ok(guard) = client
+        .redlock
+        .lock(resource.as_str(), client.plan.max_ttl)
+        .await
+    else {
+        // Liveness on healed nodes is checked by the phase after.
+        return;
+    };
+    // Every SET has landed (a link's latency is under a millisecond).
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let held = {
+        let world = world::lock(world);
+        let now = world.elapsed();
+        (0..NODES)
+            .filter(|&n| world.server(n).value(now, &key).is_some())
+            .count()
+    };
+    if held < NODES {
+        let _ = guard.release().await;
+        return;
+    }
+    let hung = refusing;
+    {
+        let mut world = world::lock(world);
+        let now = world.elapsed();
+        for node in 0..refusing {
+            let del = [b"DEL".to_vec(), key.clone().into_bytes()];
+            world.server_mut(node).execute(now, &del);
+        }
+        world.set_link(client.index, hung, LinkMode::Blackhole);
+    }
+    let got = guard.release().await;
+    // The hung call's node timeout ends before the link is mended.
+    settle(client).await;
+    world::lock(world).set_link(client.index, hung, LinkMode::Pass);
+    let right = matches!(
+        (&got, extra),
+        (Err(Error::ReleaseUnconfirmed(_)), 0) | (Err(Error::Expired), 1)
+    );
+    if !right {
+        let expected = if extra == 0 {
+            "ReleaseUnconfirmed"
+        } else {
+            "Expired"
+        };
+        violation(
+            record,
+            client,
+            &format!(
+                "a release with {refusing} of {NODES} nodes answering \"not ours\" and one hung \
+                 (quorum {}) returned {got:?}, not {expected}",
+                client.redlock.quorum()
+            ),
+        );
+    }
+}
+
+/// Once every quarantine is served, every node reports itself trusted to
+/// `check_report` and `inspect`.
+async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
+    for check in client.redlock.check_report().await {
+        for problem in check.problems() {
+            if matches!(problem, NodeProblem::Quarantined { .. }) {
+                violation(
+                    record,
+                    client,
+                    &format!("check_report after every quarantine ran out: {problem}"),
+                );
+            }
+        }
+    }
+    if let Ok(inspection) = client.redlock.inspect("probe-trust").await {
+        for view in inspection.nodes() {
+            if let Some(left) = view.quarantine() {
+                violation(
+                    record,
+                    client,
+                    &format!(
+                        "inspect after every quarantine ran out: node {} still in quarantine \
+                         for {left:?}",
+                        view.node()
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Sets `key` to `value` on every node that is up; returns those nodes.
+fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+    let mut world = world::lock(world);
+    let now = world.elapsed();
+    let set = [
+        b"SET".to_vec(),
+        key.as_bytes().to_vec(),
+        value.as_bytes().to_vec(),
+        b"PX".to_vec(),
+        b"60000".to_vec(),
+    ];
+    let up: Vec<usize> = (0..world.node_count())
+        .filter(|&n| world.process(n) == Process::Up)
+        .collect();
+    for &node in &up {
+        world.server_mut(node).execute(now, &set);
+    }
+    up
+}
+
+/// Deletes `key` on every node.
+fn unplant(world: &Shared, key: &str) {
+    let mut world = world::lock(world);
+    let now = world.elapsed();
+    let del = [b"DEL".to_vec(), key.as_bytes().to_vec()];
+    for node in 0..world.node_count() {
+        world.server_mut(node).execute(now, &del);
+    }
+}
+
+/// The nodes where `key` holds `value`.
+fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+    let world = world::lock(world);
+    let now = world.elapsed();
+    (0..world.node_count())
+        .filter(|&n| world.server(n).value(now, key).as_deref() == Some(value.as_bytes()))
+        .collect()
+}
+
+/// Time for a failed attempt's clean-up, sent in the background, to land.
+async fn settle(client: &Client) {
+    tokio::time::sleep(client.plan.config.node_timeout() * 2 + Duration::from_millis(10)).await;
+}
+
+fn violation(record: &Arc<Mutex<Record>>, client: &Client, what: &str) {
+    let line = format!("probe: client {}: {what}", client.index);
+    super::run::record::violation(record, line);
+}
