@@ -33,6 +33,9 @@ pub(super) async fn run(
             trust(record, holder).await;
         }
     }
+    for client in clients {
+        reseed(world, record, client).await;
+    }
 }
 
 /// A failed attempt marks the lock it lost as awaited (`+` after the
@@ -172,6 +175,72 @@ async fn release_verdict(
             ),
         );
     }
+}
+
+/// An extension that reached a quorum puts the key back on a node that
+/// had lost it when re-seeding is on (and on no other node), and never
+/// creates a key when it is off.
+async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    if client.redlock.quorum() >= NODES {
+        return;
+    }
+    let resource = format!("probe-reseed-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let Ok(mut guard) = client.redlock.lock(resource.as_str(), ttl).await else {
+        return;
+    };
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let lost = 0;
+    let value = {
+        let mut world = world::lock(world);
+        let now = world.elapsed();
+        let value = world.server(NODES - 1).value(now, &key);
+        let del = [b"DEL".to_vec(), key.clone().into_bytes()];
+        world.server_mut(lost).execute(now, &del);
+        value
+    };
+    let Some(value) = value else {
+        let _ = guard.release().await;
+        return;
+    };
+    // The round keeps only the answers that precede its decision: the
+    // node that lost the key answers first, the others a few milliseconds
+    // later (within every client's node timeout).
+    let others = (0..NODES).filter(|&n| n != lost);
+    for node in others.clone() {
+        world::lock(world).set_link(client.index, node, LinkMode::Slow(Duration::from_millis(3)));
+    }
+    let extended = guard.extend(ttl).await;
+    for node in others {
+        world::lock(world).set_link(client.index, node, LinkMode::Pass);
+    }
+    let back = {
+        let world = world::lock(world);
+        let now = world.elapsed();
+        world.server(lost).value(now, &key)
+    };
+    let reseeds = client.plan.config.reseed_restarted_nodes();
+    let wrong = match (&extended, reseeds) {
+        (Err(_), _) => Some(format!("failed: {extended:?}")),
+        (Ok(()), true) if back.as_ref() != Some(&value) => {
+            Some("with re-seeding on did not put the key back on the node that had lost it".into())
+        }
+        (Ok(()), false) if back.is_some() => {
+            Some("with re-seeding off created the key on a node that had lost it".into())
+        }
+        _ => None,
+    };
+    if let Some(wrong) = wrong {
+        violation(
+            record,
+            client,
+            &format!(
+                "an extension of {resource} on healed nodes, its key deleted on node {lost}, {wrong}"
+            ),
+        );
+    }
+    let _ = guard.release().await;
 }
 
 /// Once every quarantine is served, every node reports itself trusted to
