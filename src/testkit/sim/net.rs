@@ -1,6 +1,8 @@
 //! The simulated links: each (client, node) pair is one FIFO connection,
 //! carried by two tasks (commands to the node, replies back), so that a
-//! command sent is applied in order whatever becomes of its caller.
+//! command sent is applied in order whatever becomes of its caller; or,
+//! for a client whose calls go over several connections, one task per
+//! command.
 
 use std::sync::Arc;
 
@@ -37,6 +39,8 @@ pub(crate) struct Endpoint {
     pub(super) client: usize,
     pub(super) node: usize,
     outbound: mpsc::UnboundedSender<Outbound>,
+    /// Callers of unordered calls whose replies were lost.
+    unanswered: Arc<std::sync::Mutex<Vec<oneshot::Sender<Answer>>>>,
 }
 
 impl Endpoint {
@@ -58,6 +62,7 @@ impl Endpoint {
             client,
             node,
             outbound,
+            unanswered: Arc::default(),
         })
     }
 }
@@ -76,30 +81,63 @@ async fn carry_commands(
     // out) as on a real connection whose replies never come.
     let mut unanswered = Vec::new();
     while let Some(command) = commands.recv().await {
-        tokio::time::sleep_until(command.arrives).await;
-        let answer = loop {
-            let delivery = world::lock(&world).deliver(node, &command.args);
-            match delivery {
-                Delivery::Reply(bytes) => break Some(Answer::Bytes(bytes)),
-                Delivery::Gone => break Some(Answer::Broken),
-                Delivery::Wait(resumed) => resumed.notified().await,
+        match apply(&world, (client, node), command).await {
+            Ok(inbound) => {
+                let _ = replies.send(inbound);
             }
-        };
-        let Some(answer) = answer else { continue };
-        let at = match answer {
-            Answer::Broken => Some(Instant::now()),
-            Answer::Bytes(_) => world::lock(&world).reply_at(client, node),
-        };
-        match at {
-            Some(at) => {
-                let _ = replies.send(Inbound {
-                    at,
-                    answer,
-                    reply: command.reply,
-                });
-            }
-            None => unanswered.push(command.reply),
+            Err(reply) => unanswered.push(reply),
         }
+    }
+}
+
+/// Waits for `command`'s arrival (and for a stopped node to resume),
+/// applies it, and says when its reply reaches the client; `Err`: the
+/// reply is lost (the caller is given back, to wait forever).
+async fn apply(
+    world: &Shared,
+    (client, node): (usize, usize),
+    command: Outbound,
+) -> Result<Inbound, oneshot::Sender<Answer>> {
+    tokio::time::sleep_until(command.arrives).await;
+    let answer = loop {
+        let delivery = world::lock(world).deliver(node, &command.args);
+        match delivery {
+            Delivery::Reply(bytes) => break Answer::Bytes(bytes),
+            Delivery::Gone => break Answer::Broken,
+            Delivery::Wait(resumed) => resumed.notified().await,
+        }
+    };
+    let at = match answer {
+        Answer::Broken => Some(Instant::now()),
+        Answer::Bytes(_) => world::lock(world).reply_at(client, node),
+    };
+    match at {
+        Some(at) => Ok(Inbound {
+            at,
+            answer,
+            reply: command.reply,
+        }),
+        None => Err(command.reply),
+    }
+}
+
+/// Carries one command of an unordered link on its own, as over a
+/// connection of its own.
+async fn carry_alone(
+    world: Shared,
+    (client, node): (usize, usize),
+    command: Outbound,
+    unanswered: Arc<std::sync::Mutex<Vec<oneshot::Sender<Answer>>>>,
+) {
+    match apply(&world, (client, node), command).await {
+        Ok(inbound) => {
+            tokio::time::sleep_until(inbound.at).await;
+            let _ = inbound.reply.send(inbound.answer);
+        }
+        Err(reply) => unanswered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(reply),
     }
 }
 
@@ -150,6 +188,17 @@ impl SimEndpoint for Endpoint {
                     reply,
                 })
                 .is_ok()),
+            Fate::Unordered(arrives) => {
+                let command = Outbound {
+                    args,
+                    arrives,
+                    reply,
+                };
+                let at = (self.client, self.node);
+                let unanswered = self.unanswered.clone();
+                tokio::spawn(carry_alone(self.world.clone(), at, command, unanswered));
+                Ok(true)
+            }
         };
         Box::pin(async move {
             if !sent? {

@@ -22,6 +22,18 @@ pub(super) async fn run(
     clients: &[Arc<Client>],
     guarded: bool,
 ) {
+    // Each probe counts on the order of its calls' answers: FIFO links.
+    let windows: Vec<Duration> = {
+        let mut world = world::lock(world);
+        clients
+            .iter()
+            .map(|c| {
+                let window = world.unordered(c.index);
+                world.set_unordered(c.index, Duration::ZERO);
+                window
+            })
+            .collect()
+    };
     if let Some(waiter) = clients.get(1) {
         marks(world, record, waiter).await;
     }
@@ -35,6 +47,10 @@ pub(super) async fn run(
     }
     for client in clients {
         reseed(world, record, client).await;
+    }
+    let mut world = world::lock(world);
+    for (client, window) in clients.iter().zip(windows) {
+        world.set_unordered(client.index, window);
     }
 }
 

@@ -174,7 +174,7 @@ async fn arrive(world: &Shared, client: usize, node: usize) -> RedisResult<()> {
     match fate {
         Fate::Fail(kind, message) => Err(io_error(kind, message)),
         Fate::Lost => std::future::pending().await,
-        Fate::Arrives(at) => {
+        Fate::Arrives(at) | Fate::Unordered(at) => {
             tokio::time::sleep_until(at).await;
             Ok(())
         }

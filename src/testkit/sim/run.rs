@@ -151,6 +151,20 @@ async fn schedule(plan: &Plan) -> Report {
     }
     let quarantine = plans.iter().filter_map(|p| p.config.quarantine()).max();
     let world: Shared = Arc::new(Mutex::new(World::new(plan.seed, NODES, clients)));
+    if !plan.notifications_off {
+        // From a side stream, like the settings above. A client used from
+        // several runtimes has a connection per runtime: its calls to a
+        // node may overtake one another, by less than half its node
+        // timeout (a call sent after an earlier one's deadline still
+        // arrives after it).
+        let mut side = root.fork(0x0075_6e6f_7264_6572);
+        let mut world = world::lock(&world);
+        for (index, client) in plans.iter().enumerate() {
+            if side.chance(0.3) {
+                world.set_unordered(index, client.config.node_timeout() / 2);
+            }
+        }
+    }
     let record = Arc::new(Mutex::new(Record::default()));
     let start = tokio::time::Instant::now();
     let shared_faults = Arc::new(faults.clone());

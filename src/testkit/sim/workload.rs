@@ -569,9 +569,11 @@ impl Client {
         // (a fenced one two, each maybe after a script load) of links
         // under 1.2 ms each way. Otherwise two round trips (a lock's
         // options may ask for fencing), each waiting at most for a
-        // clean-up's gate and its call.
+        // clean-up's gate and its call. An unordered link's commands take
+        // up to its window more.
         let per_attempt = if self.quiet_since(invoked) {
-            Duration::from_millis(15)
+            let window = super::world::lock(&self.world).unordered(self.index);
+            Duration::from_millis(15) + window * 4
         } else {
             config.node_timeout() * 4 + Duration::from_millis(10)
         };

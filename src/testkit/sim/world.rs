@@ -70,6 +70,12 @@ pub struct World {
     /// Clients paused until this instant (their traffic waits).
     paused_clients: Vec<Option<Instant>>,
     rng: Rng,
+    /// Per client, how far a command may overtake the ones sent before it
+    /// on the same link (zero: one FIFO connection).
+    reorder: Vec<Duration>,
+    /// Draws for the unordered links only, so that every other draw is
+    /// the same with or without them.
+    reorder_rng: Rng,
     /// Commands delivered to nodes, for the run's statistics.
     pub(crate) delivered: u64,
     /// The clients' pub/sub connections.
@@ -93,6 +99,9 @@ pub(crate) enum Fate {
     Lost,
     /// Arrives at the node at this instant.
     Arrives(Instant),
+    /// Arrives at this instant, on a link whose commands may overtake one
+    /// another ([`World::set_unordered`]).
+    Unordered(Instant),
 }
 
 impl World {
@@ -125,6 +134,8 @@ impl World {
             nodes,
             links,
             paused_clients: vec![None; clients],
+            reorder: vec![Duration::ZERO; clients],
+            reorder_rng: Rng::new(seed ^ 0x756e_6f72_6465_7200),
             rng,
             delivered: 0,
             subscribers: Subscribers::default(),
@@ -235,6 +246,19 @@ impl World {
         self.paused_clients[client].filter(|until| *until > Instant::now())
     }
 
+    /// Makes `client`'s calls to every node travel as over several
+    /// connections (a service that uses one client from several runtimes
+    /// has one connection per runtime): a call may overtake the calls sent
+    /// before it by less than `window`, never by more.
+    pub fn set_unordered(&mut self, client: usize, window: Duration) {
+        self.reorder[client] = window;
+    }
+
+    /// How far `client`'s calls may overtake one another (zero: FIFO).
+    pub fn unordered(&self, client: usize) -> Duration {
+        self.reorder[client]
+    }
+
     /// Decides what becomes of a command `client` sends to `node` now.
     pub(crate) fn send(&mut self, client: usize, node: usize) -> Fate {
         match self.nodes[node].process {
@@ -262,9 +286,23 @@ impl World {
             LinkMode::Slow(by) => by,
             LinkMode::Pass | LinkMode::DropReplies => Duration::ZERO,
         };
-        let arrival = (sent + link.latency + jitter + extra).max(link.last_arrival);
-        link.last_arrival = arrival;
-        Fate::Arrives(arrival)
+        let window = self.reorder[client];
+        if window.is_zero() {
+            let arrival = (sent + link.latency + jitter + extra).max(link.last_arrival);
+            link.last_arrival = arrival;
+            return Fate::Arrives(arrival);
+        }
+        // Several connections: a command may overtake the ones sent
+        // before it, by less than the window.
+        let spread =
+            Duration::from_micros(self.reorder_rng.below(window.as_micros() as usize) as u64);
+        let floor = link
+            .last_arrival
+            .checked_sub(window)
+            .unwrap_or(link.last_arrival);
+        let arrival = (sent + link.latency + jitter + extra + spread).max(floor);
+        link.last_arrival = link.last_arrival.max(arrival);
+        Fate::Unordered(arrival)
     }
 
     /// Runs `args` on `node` if it is up (`None`: paused, wait for
