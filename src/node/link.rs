@@ -18,6 +18,10 @@ pub(crate) enum Link {
     /// (feature `cluster`, [`tagged`](super::tagged)).
     #[cfg(feature = "cluster")]
     Tagged(ConnectionManager, std::sync::Arc<str>),
+    /// A simulated link to a node keyed as a cluster master: the keys carry
+    /// the node's hash tag, as over [`Link::Tagged`].
+    #[cfg(feature = "sim")]
+    SimTagged(std::sync::Arc<dyn SimEndpoint>, std::sync::Arc<str>),
 }
 
 /// The far end of a simulated link: takes a command, answers as a Redis
@@ -59,6 +63,11 @@ impl ConnectionLike for Link {
                 let cmd = super::tagged::tag_keys(cmd, tag);
                 Box::pin(async move { manager.req_packed_command(&cmd).await })
             }
+            #[cfg(feature = "sim")]
+            Link::SimTagged(endpoint, tag) => {
+                let cmd = super::tagged::tag_keys(cmd, tag);
+                Box::pin(async move { endpoint.call(&cmd).await })
+            }
         }
     }
 
@@ -71,7 +80,7 @@ impl ConnectionLike for Link {
         match self {
             Link::Real(manager) => manager.req_packed_commands(pipeline, offset, count),
             #[cfg(feature = "sim")]
-            Link::Sim(_) => Box::pin(async {
+            Link::Sim(_) | Link::SimTagged(..) => Box::pin(async {
                 Err(redis::RedisError::from((
                     redis::ErrorKind::Client,
                     "pipelines are not simulated",
@@ -91,7 +100,7 @@ impl ConnectionLike for Link {
         match self {
             Link::Real(manager) => manager.get_db(),
             #[cfg(feature = "sim")]
-            Link::Sim(_) => 0,
+            Link::Sim(_) | Link::SimTagged(..) => 0,
             #[cfg(feature = "cluster")]
             Link::Tagged(manager, _) => manager.get_db(),
         }

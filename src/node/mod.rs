@@ -257,6 +257,10 @@ impl Node {
     pub(crate) fn feed_source(&self) -> crate::notifications::Source {
         #[cfg(feature = "sim")]
         if let Some(endpoint) = &self.sim {
+            if let Some(cluster) = &self.cluster {
+                let tag = cluster.tag.clone();
+                return crate::notifications::Source::SimTagged(endpoint.clone(), tag);
+            }
             return crate::notifications::Source::Sim(endpoint.clone());
         }
         let conns = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
@@ -270,6 +274,9 @@ impl Node {
     pub(super) fn connection(&self) -> NodeResult<Link> {
         #[cfg(feature = "sim")]
         if let Some(endpoint) = &self.sim {
+            if let Some(cluster) = &self.cluster {
+                return Ok(Link::SimTagged(endpoint.clone(), cluster.tag.clone()));
+            }
             return Ok(Link::Sim(endpoint.clone()));
         }
         let handle =

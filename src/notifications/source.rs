@@ -22,6 +22,12 @@ pub(crate) enum Source {
     /// tag as its keys do (feature `cluster`).
     #[cfg(feature = "cluster")]
     Tagged(Client, std::sync::Arc<str>),
+    /// A simulated node keyed as a cluster master (feature `sim`).
+    #[cfg(feature = "sim")]
+    SimTagged(
+        std::sync::Arc<dyn crate::node::link::SimEndpoint>,
+        std::sync::Arc<str>,
+    ),
 }
 
 impl From<Client> for Source {
@@ -36,7 +42,7 @@ impl Source {
         match self {
             Source::Real(client) => client.get_connection_info().addr().to_string(),
             #[cfg(feature = "sim")]
-            Source::Sim(endpoint) => endpoint.name(),
+            Source::Sim(endpoint) | Source::SimTagged(endpoint, _) => endpoint.name(),
             #[cfg(feature = "cluster")]
             Source::Tagged(client, _) => client.get_connection_info().addr().to_string(),
         }
@@ -45,13 +51,13 @@ impl Source {
     /// `channel` as the lock names it: without the hash tag a cluster
     /// node's channels carry.
     pub(super) fn untagged<'a>(&self, channel: &'a str) -> &'a str {
+        #[cfg(feature = "sim")]
+        if let Source::SimTagged(_, tag) = self {
+            return untag(channel, tag);
+        }
         #[cfg(feature = "cluster")]
         if let Source::Tagged(_, tag) = self {
-            return channel
-                .strip_prefix('{')
-                .and_then(|c| c.strip_prefix(&**tag))
-                .and_then(|c| c.strip_prefix('}'))
-                .unwrap_or(channel);
+            return untag(channel, tag);
         }
         channel
     }
@@ -65,6 +71,11 @@ impl Source {
             }
             #[cfg(feature = "sim")]
             Source::Sim(endpoint) => Ok(Connection::Sim(endpoint.subscriber().await?)),
+            #[cfg(feature = "sim")]
+            Source::SimTagged(endpoint, tag) => Ok(Connection::SimTagged(
+                endpoint.subscriber().await?,
+                tag.clone(),
+            )),
             #[cfg(feature = "cluster")]
             Source::Tagged(client, tag) => {
                 let (sink, stream) = client.get_async_pubsub().await?.split();
@@ -74,6 +85,16 @@ impl Source {
     }
 }
 
+/// `channel` without `{tag}` in front, if it has it.
+#[cfg(feature = "cluster")]
+fn untag<'a>(channel: &'a str, tag: &str) -> &'a str {
+    channel
+        .strip_prefix('{')
+        .and_then(|c| c.strip_prefix(tag))
+        .and_then(|c| c.strip_prefix('}'))
+        .unwrap_or(channel)
+}
+
 /// One open pub/sub connection.
 pub(super) enum Connection {
     Real(PubSubSink, PubSubStream),
@@ -81,6 +102,11 @@ pub(super) enum Connection {
     Sim(Box<dyn crate::node::link::SimSubscriber>),
     #[cfg(feature = "cluster")]
     Tagged(PubSubSink, PubSubStream, std::sync::Arc<str>),
+    #[cfg(feature = "sim")]
+    SimTagged(
+        Box<dyn crate::node::link::SimSubscriber>,
+        std::sync::Arc<str>,
+    ),
 }
 
 /// `channels` with `tag` in front: `{tag}channel`.
@@ -95,6 +121,8 @@ impl Connection {
             Connection::Real(sink, _) => sink.subscribe(channels).await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.subscribe(channels).await,
+            #[cfg(feature = "sim")]
+            Connection::SimTagged(sim, tag) => sim.subscribe(&tagged(channels, tag)).await,
             #[cfg(feature = "cluster")]
             Connection::Tagged(sink, _, tag) => sink.subscribe(tagged(channels, tag)).await,
         }
@@ -105,6 +133,8 @@ impl Connection {
             Connection::Real(sink, _) => sink.unsubscribe(channels).await,
             #[cfg(feature = "sim")]
             Connection::Sim(sim) => sim.unsubscribe(channels).await,
+            #[cfg(feature = "sim")]
+            Connection::SimTagged(sim, tag) => sim.unsubscribe(&tagged(channels, tag)).await,
             #[cfg(feature = "cluster")]
             Connection::Tagged(sink, _, tag) => sink.unsubscribe(tagged(channels, tag)).await,
         }
@@ -119,7 +149,7 @@ impl Connection {
         match self {
             Connection::Real(_, stream) => stream.next().await,
             #[cfg(feature = "sim")]
-            Connection::Sim(sim) => sim.next().await,
+            Connection::Sim(sim) | Connection::SimTagged(sim, _) => sim.next().await,
             #[cfg(feature = "cluster")]
             Connection::Tagged(_, stream, _) => stream.next().await,
         }

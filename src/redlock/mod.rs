@@ -135,21 +135,36 @@ impl Redlock {
         })
     }
 
-    /// A lock over the simulated nodes `endpoints` (feature `sim`).
+    /// A lock over the simulated nodes `endpoints` (feature `sim`); with
+    /// `tags`, one per node (tag and slot), keyed as the masters of a
+    /// Redis Cluster are by [`Redlock::cluster`].
     #[cfg(feature = "sim")]
     pub(crate) fn simulated(
         endpoints: Vec<Arc<dyn crate::node::link::SimEndpoint>>,
+        tags: Option<&[(Arc<str>, u16)]>,
         config: Config,
     ) -> Result<Redlock> {
         let guard = Self::restart_guard(&config);
         let mut nodes = Vec::new();
         for (index, endpoint) in endpoints.into_iter().enumerate() {
-            nodes.push(
+            let mut node =
                 Node::simulated(index, endpoint, config.node_timeout(), config.connect())?
-                    .with_restart_guard(guard.clone()),
-            );
+                    .with_restart_guard(guard.clone());
+            if let Some((tag, slot)) = tags.and_then(|t| t.get(index)) {
+                node = node.in_cluster(Arc::clone(tag), *slot);
+            }
+            nodes.push(node);
         }
         Redlock::assemble(nodes, config)
+    }
+
+    /// The hash tags (and their slots) of `n` nodes on a Redis Cluster,
+    /// as [`Redlock::cluster`] gives them (feature `sim`).
+    #[cfg(feature = "sim")]
+    pub(crate) fn cluster_tags(n: usize) -> Option<Vec<(Arc<str>, u16)>> {
+        (0..n)
+            .map(|k| crate::cluster::tags::tag(n, k).map(|(tag, slot)| (Arc::from(tag), slot)))
+            .collect()
     }
 
     /// A lock over `nodes`, once each is parsed: no server twice, at

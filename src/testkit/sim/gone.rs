@@ -29,6 +29,7 @@ pub(crate) fn before(world: &World, keys: &[String], value: &str) -> Before {
         .map(|node| {
             let server = world.server(node);
             keys.iter().try_fold(Duration::MAX, |shortest, key| {
+                let key = &world.stored_key(node, key);
                 let ours = server
                     .value(now, key)
                     .is_some_and(|stored| is_ours(&stored, value));

@@ -70,6 +70,7 @@ fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Ve
             .filter(|&node| {
                 // Cheapest first: the TTL, then the value, then the faults.
                 let server = world.server(node);
+                let key = &world.stored_key(node, key);
                 let rate = server.clock().rate();
                 let lives = lives_for(server.pttl(now, key), rate);
                 let held = lives.is_some_and(|l| l + Duration::from_millis(2) >= claim)
@@ -87,6 +88,7 @@ fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Ve
             let seen: Vec<String> = (0..world.node_count())
                 .map(|node| {
                     let server = world.server(node);
+                    let key = &world.stored_key(node, key);
                     let stored = server.value(now, key).map_or_else(
                         || "-".to_owned(),
                         |v| String::from_utf8_lossy(&v).chars().take(8).collect(),

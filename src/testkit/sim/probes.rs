@@ -150,7 +150,12 @@ async fn release_verdict(
         let world = world::lock(world);
         let now = world.elapsed();
         (0..NODES)
-            .filter(|&n| world.server(n).value(now, &key).is_some())
+            .filter(|&n| {
+                world
+                    .server(n)
+                    .value(now, &world.stored_key(n, &key))
+                    .is_some()
+            })
             .count()
     };
     if held < NODES {
@@ -162,7 +167,7 @@ async fn release_verdict(
         let mut world = world::lock(world);
         let now = world.elapsed();
         for node in 0..refusing {
-            let del = [b"DEL".to_vec(), key.clone().into_bytes()];
+            let del = [b"DEL".to_vec(), world.stored_key(node, &key).into_bytes()];
             world.server_mut(node).execute(now, &del);
         }
         world.set_link(client.index, hung, LinkMode::Blackhole);
@@ -211,8 +216,10 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let value = {
         let mut world = world::lock(world);
         let now = world.elapsed();
-        let value = world.server(NODES - 1).value(now, &key);
-        let del = [b"DEL".to_vec(), key.clone().into_bytes()];
+        let value = world
+            .server(NODES - 1)
+            .value(now, &world.stored_key(NODES - 1, &key));
+        let del = [b"DEL".to_vec(), world.stored_key(lost, &key).into_bytes()];
         world.server_mut(lost).execute(now, &del);
         value
     };
@@ -234,7 +241,7 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let back = {
         let world = world::lock(world);
         let now = world.elapsed();
-        world.server(lost).value(now, &key)
+        world.server(lost).value(now, &world.stored_key(lost, &key))
     };
     let reseeds = client.plan.config.reseed_restarted_nodes();
     let wrong = match (&extended, reseeds) {
@@ -294,17 +301,17 @@ async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
 fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
     let mut world = world::lock(world);
     let now = world.elapsed();
-    let set = [
-        b"SET".to_vec(),
-        key.as_bytes().to_vec(),
-        value.as_bytes().to_vec(),
-        b"PX".to_vec(),
-        b"60000".to_vec(),
-    ];
     let up: Vec<usize> = (0..world.node_count())
         .filter(|&n| world.process(n) == Process::Up)
         .collect();
     for &node in &up {
+        let set = [
+            b"SET".to_vec(),
+            world.stored_key(node, key).into_bytes(),
+            value.as_bytes().to_vec(),
+            b"PX".to_vec(),
+            b"60000".to_vec(),
+        ];
         world.server_mut(node).execute(now, &set);
     }
     up
@@ -314,8 +321,8 @@ fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
 fn unplant(world: &Shared, key: &str) {
     let mut world = world::lock(world);
     let now = world.elapsed();
-    let del = [b"DEL".to_vec(), key.as_bytes().to_vec()];
     for node in 0..world.node_count() {
+        let del = [b"DEL".to_vec(), world.stored_key(node, key).into_bytes()];
         world.server_mut(node).execute(now, &del);
     }
 }
@@ -325,7 +332,10 @@ fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
     let world = world::lock(world);
     let now = world.elapsed();
     (0..world.node_count())
-        .filter(|&n| world.server(n).value(now, key).as_deref() == Some(value.as_bytes()))
+        .filter(|&n| {
+            let stored = world.server(n).value(now, &world.stored_key(n, key));
+            stored.as_deref() == Some(value.as_bytes())
+        })
         .collect()
 }
 

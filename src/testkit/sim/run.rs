@@ -165,6 +165,15 @@ async fn schedule(plan: &Plan) -> Report {
             }
         }
     }
+    // A quarter of the seeds key the nodes as the masters of a Redis
+    // Cluster (`Redlock::cluster`'s hash tags, one per node): every key,
+    // the restart guard's record and the release channels carry the tag.
+    let tags = (!plan.notifications_off && root.fork(0x0063_6c75_7374_6572).chance(0.25))
+        .then(cluster_tags)
+        .flatten();
+    if let Some(tags) = tags {
+        world::lock(&world).set_tags(tags.iter().map(|(tag, _)| tag.to_string()).collect());
+    }
     let record = Arc::new(Mutex::new(Record::default()));
     let start = tokio::time::Instant::now();
     let shared_faults = Arc::new(faults.clone());
@@ -174,7 +183,7 @@ async fn schedule(plan: &Plan) -> Report {
         let endpoints: Vec<Arc<dyn SimEndpoint>> = (0..NODES)
             .map(|node| super::net::Endpoint::open(&world, index, node) as Arc<dyn SimEndpoint>)
             .collect();
-        let redlock = match Redlock::simulated(endpoints, client_plan.config.clone()) {
+        let redlock = match Redlock::simulated(endpoints, tags, client_plan.config.clone()) {
             Ok(redlock) => redlock,
             Err(e) => {
                 record::violation(&record, format!("client {index}'s config refused: {e}"));
@@ -242,6 +251,9 @@ async fn schedule(plan: &Plan) -> Report {
     // the last one is over.
     let _ = nemesis.await;
     oracle.abort();
+    if tags.is_some() {
+        check_tagged(&world, &record);
+    }
     final_phase(&world, &record, &built, &mut root.fork(3), guarded).await;
     let tasks_after = tokio::runtime::Handle::current()
         .metrics()
@@ -277,6 +289,34 @@ async fn schedule(plan: &Plan) -> Report {
         commands,
         history: record.history,
     }
+}
+
+/// On nodes keyed as cluster masters, every key (locks, fence counters,
+/// the restart guard's record) carries its node's tag: a key without it
+/// would sit in another slot, on another master.
+fn check_tagged(world: &Shared, record: &Mutex<Record>) {
+    let world = world::lock(world);
+    let now = world.elapsed();
+    for node in 0..world.node_count() {
+        let tagged = world.stored_key(node, "");
+        for key in world.server(node).keys(now) {
+            if !key.starts_with(&tagged) {
+                record::violation(
+                    record,
+                    format!("cluster: key {key} on node {node} lacks the node's tag {tagged}"),
+                );
+            }
+        }
+    }
+}
+
+/// A node's hash tag on a Redis Cluster, and its slot.
+type Tag = (Arc<str>, u16);
+
+/// The hash tags of [`NODES`] nodes on a Redis Cluster, found once.
+fn cluster_tags() -> Option<&'static [Tag]> {
+    static TAGS: std::sync::OnceLock<Option<Vec<Tag>>> = std::sync::OnceLock::new();
+    TAGS.get_or_init(|| Redlock::cluster_tags(NODES)).as_deref()
 }
 
 /// The faults a negative control adds.

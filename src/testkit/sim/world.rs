@@ -76,6 +76,9 @@ pub struct World {
     /// Draws for the unordered links only, so that every other draw is
     /// the same with or without them.
     reorder_rng: Rng,
+    /// Per node, the hash tag in front of its keys when the clients key
+    /// the nodes as the masters of a Redis Cluster.
+    tags: Vec<Option<String>>,
     /// Commands delivered to nodes, for the run's statistics.
     pub(crate) delivered: u64,
     /// The clients' pub/sub connections.
@@ -110,6 +113,7 @@ impl World {
     pub fn new(seed: u64, nodes: usize, clients: usize) -> Self {
         let start = Instant::now();
         let mut rng = Rng::new(seed ^ 0x6e65_7477_6f72_6b00);
+        let node_count = nodes;
         let nodes = (0..nodes)
             .map(|index| Node {
                 server: SimNode::new(index, rng.next_u64()),
@@ -136,6 +140,7 @@ impl World {
             paused_clients: vec![None; clients],
             reorder: vec![Duration::ZERO; clients],
             reorder_rng: Rng::new(seed ^ 0x756e_6f72_6465_7200),
+            tags: vec![None; node_count],
             rng,
             delivered: 0,
             subscribers: Subscribers::default(),
@@ -252,6 +257,21 @@ impl World {
     /// before it by less than `window`, never by more.
     pub fn set_unordered(&mut self, client: usize, window: Duration) {
         self.reorder[client] = window;
+    }
+
+    /// Keys the nodes as the masters of a Redis Cluster: node `k`'s keys
+    /// carry `tags[k]` (`{tag}key`).
+    pub fn set_tags(&mut self, tags: Vec<String>) {
+        self.tags = tags.into_iter().map(Some).collect();
+    }
+
+    /// `key` as node `node` stores it: with its hash tag in front on a
+    /// cluster.
+    pub fn stored_key(&self, node: usize, key: &str) -> String {
+        match self.tags.get(node) {
+            Some(Some(tag)) => format!("{{{tag}}}{key}"),
+            _ => key.to_owned(),
+        }
     }
 
     /// How far `client`'s calls may overtake one another (zero: FIFO).
