@@ -48,6 +48,7 @@ pub(super) async fn run(
     for client in clients {
         reseed(world, record, client).await;
     }
+    wake(record, clients).await;
     let mut world = world::lock(world);
     for (client, window) in clients.iter().zip(windows) {
         world.set_unordered(client.index, window);
@@ -264,6 +265,74 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         );
     }
     let _ = guard.release().await;
+}
+
+/// A waiter with release notifications on is woken by the release of
+/// the lock it waits for, not by its retry timer: with a pause of at
+/// least 40 ms, it holds the lock within 15 ms of the release (a few
+/// round trips on quiet links).
+async fn wake(record: &Arc<Mutex<Record>>, clients: &[Arc<Client>]) {
+    let Some(holder) = clients.first() else {
+        return;
+    };
+    let shortest_pause = |c: &Client| {
+        let config = &c.plan.config;
+        config.retry_delay().saturating_sub(config.retry_jitter())
+    };
+    // A fenced client may be refused after restarts (fence counters not
+    // known intact): not this probe's subject.
+    let waiter = clients.iter().skip(1).find(|c| {
+        let config = &c.plan.config;
+        config.release_notifications()
+            && !config.fencing()
+            && shortest_pause(c) >= Duration::from_millis(40)
+    });
+    let Some(waiter) = waiter.cloned() else {
+        return;
+    };
+    let resource = "probe-wake";
+    let Ok(guard) = holder.redlock.lock(resource, holder.plan.max_ttl).await else {
+        return;
+    };
+    let ttl = waiter.plan.max_ttl;
+    let waiting = Arc::clone(&waiter);
+    let task = tokio::spawn(async move {
+        let options = LockOptions::new().wait(Wait::Retries(3));
+        let got = waiting.redlock.lock_with(resource, ttl, &options).await;
+        (got, tokio::time::Instant::now())
+    });
+    // Its first attempt fails and it subscribes (a few round trips).
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let released = tokio::time::Instant::now();
+    if guard.release().await.is_err() {
+        return;
+    }
+    let Ok((got, at)) = task.await else {
+        return;
+    };
+    let took = at.saturating_duration_since(released);
+    match got {
+        Ok(guard) => {
+            if took > Duration::from_millis(15) {
+                violation(
+                    record,
+                    &waiter,
+                    &format!(
+                        "a waiter with release notifications on got the lock {took:?} after its \
+                         release began (pauses of at least {:?}): woken by its timer, not by \
+                         the release",
+                        shortest_pause(&waiter)
+                    ),
+                );
+            }
+            let _ = guard.release().await;
+        }
+        Err(e) => violation(
+            record,
+            &waiter,
+            &format!("a waiter did not get the lock after its holder released it: {e}"),
+        ),
+    }
 }
 
 /// Once every quarantine is served, every node reports itself trusted to
