@@ -49,6 +49,9 @@ pub(super) async fn run(
         reseed(world, record, client).await;
     }
     wake(record, clients).await;
+    if let Some(client) = clients.first() {
+        follow(world, record, client).await;
+    }
     let mut world = world::lock(world);
     for (client, window) in clients.iter().zip(windows) {
         world.set_unordered(client.index, window);
@@ -333,6 +336,62 @@ async fn wake(record: &Arc<Mutex<Record>>, clients: &[Arc<Client>]) {
             &format!("a waiter did not get the lock after its holder released it: {e}"),
         ),
     }
+}
+
+/// A lock taken again right after its release, by the same client, while
+/// the release's delete on a slow node still waits for the first
+/// acquisition's call there: the new `SET` follows that delete, so the
+/// slow node grants it instead of refusing it behind the old key.
+async fn follow(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    if client.redlock.quorum() >= NODES {
+        return;
+    }
+    let slow = NODES - 1;
+    let timeout = client.plan.config.node_timeout();
+    // A round trip of 1.2 node timeouts: each call there times out, and
+    // its command still lands.
+    let by = timeout.mul_f64(0.6);
+    let resource = "probe-follow";
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), resource);
+    let ttl = client.plan.max_ttl;
+    world::lock(world).set_link(client.index, slow, LinkMode::Slow(by));
+    let released = match client.redlock.lock(resource, ttl).await {
+        Ok(first) => first.release().await.is_ok(),
+        Err(_) => false,
+    };
+    let second = if released {
+        client.redlock.lock(resource, ttl).await.ok()
+    } else {
+        None
+    };
+    let Some(second) = second else {
+        world::lock(world).set_link(client.index, slow, LinkMode::Pass);
+        return;
+    };
+    let mut held = false;
+    let until = tokio::time::Instant::now() + timeout * 3;
+    while !held && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let world = world::lock(world);
+        let now = world.elapsed();
+        let stored = world.server(slow).value(now, &world.stored_key(slow, &key));
+        held = stored.as_deref() == Some(second.value().as_bytes());
+    }
+    world::lock(world).set_link(client.index, slow, LinkMode::Pass);
+    if !held {
+        violation(
+            record,
+            client,
+            &format!(
+                "a lock taken again at once after its release never held slow node {slow} \
+                 (round trip {:?}, node timeout {timeout:?}): its SET went out before the \
+                 release's delete there",
+                by * 2
+            ),
+        );
+    }
+    settle(client).await;
+    let _ = second.release().await;
 }
 
 /// Once every quarantine is served, every node reports itself trusted to
