@@ -49,6 +49,7 @@ pub(super) async fn run(
         reseed(world, record, client).await;
     }
     wake(record, clients).await;
+    rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
         follow(world, record, client).await;
     }
@@ -336,6 +337,82 @@ async fn wake(record: &Arc<Mutex<Record>>, clients: &[Arc<Client>]) {
             &format!("a waiter did not get the lock after its holder released it: {e}"),
         ),
     }
+}
+
+/// A woken attempt that fails after the pause it interrupted would have
+/// ended is followed by a fresh pause, counted against the retries: a
+/// `lock()` with one retry gives up as that attempt ends. The
+/// holder is a planted value; its "release" is the announcement alone, so
+/// the woken attempt is refused; the waiter's links turn slow as it wakes,
+/// so that attempt lasts its node timeout, past the pause's end.
+async fn rewake(world: &Shared, record: &Arc<Mutex<Record>>, clients: &[Arc<Client>]) {
+    let waiter = clients.iter().skip(1).find(|c| {
+        let config = &c.plan.config;
+        let pause = config.retry_delay().saturating_sub(config.retry_jitter());
+        config.release_notifications()
+            && !config.fencing()
+            && pause >= Duration::from_millis(40)
+            && config.node_timeout() >= config.retry_delay() + config.retry_jitter()
+    });
+    let Some(waiter) = waiter.cloned() else {
+        return;
+    };
+    let resource = "probe-rewake";
+    let prefix = waiter.plan.config.key_prefix();
+    let key = crate::keys::lock_key(prefix, resource);
+    let channel = crate::keys::channel(prefix, resource);
+    let planted = format!("B{}", "0".repeat(39));
+    plant(world, &key, &planted);
+    let ttl = waiter.plan.max_ttl;
+    let waiting = Arc::clone(&waiter);
+    let task = tokio::spawn(async move {
+        let options = LockOptions::new().wait(Wait::Retries(1));
+        waiting.redlock.lock_with(resource, ttl, &options).await
+    });
+    // Its first attempt is refused; it subscribes and pauses.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let timeout = waiter.plan.config.node_timeout();
+    {
+        let mut world = world::lock(world);
+        for node in 0..NODES {
+            let publish = [
+                b"PUBLISH".to_vec(),
+                world.stored_key(node, &channel).into_bytes(),
+                planted.clone().into_bytes(),
+            ];
+            let _ = world.deliver(node, &publish);
+            world.set_link(waiter.index, node, LinkMode::Slow(timeout));
+        }
+    }
+    let published = tokio::time::Instant::now();
+    let got = task.await;
+    let took = published.elapsed();
+    {
+        let mut world = world::lock(world);
+        for node in 0..NODES {
+            world.set_link(waiter.index, node, LinkMode::Pass);
+        }
+    }
+    // The woken attempt lasts one node timeout (its calls time out), and
+    // the call gives up when it ends: its retry was the pause it
+    // interrupted.
+    let bound = timeout.mul_f64(1.5);
+    match got {
+        Ok(Err(Error::NotAcquired(_))) if took <= bound => {}
+        Err(_) => {}
+        Ok(Ok(_)) => violation(record, &waiter, "lock_with got a lock held on every node"),
+        Ok(Err(e)) => violation(
+            record,
+            &waiter,
+            &format!(
+                "a lock() with one retry, woken by a release while it paused, its woken attempt \
+                 refused past the pause's end, returned {took:?} after the release (node \
+                 timeout {timeout:?}): {e}; it should give up as that attempt ends"
+            ),
+        ),
+    }
+    tokio::time::sleep(timeout * 3).await;
+    unplant(world, &key);
 }
 
 /// A lock taken again right after its release, by the same client, while
