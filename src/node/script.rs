@@ -32,7 +32,7 @@ impl Lua {
     }
 
     /// The script's Lua source, as sent to the node.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "sim"))]
     pub(crate) fn source(&self) -> &str {
         &self.source
     }

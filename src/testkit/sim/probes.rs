@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::checks::Record;
+use super::node::Persistence;
 use super::run::NODES;
 use super::workload::Client;
 use super::world::{self, LinkMode, Process, Shared};
@@ -52,6 +53,9 @@ pub(super) async fn run(
     rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
         follow(world, record, client).await;
+        if guarded {
+            quarantine(world, record, client).await;
+        }
     }
     let mut world = world::lock(world);
     for (client, window) in clients.iter().zip(windows) {
@@ -471,6 +475,87 @@ async fn follow(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let _ = second.release().await;
 }
 
+/// A node restarted empty under the restart guard: the next vote there is
+/// refused as quarantined and starts the quarantine; `check_report` then
+/// shows it under way.
+/// The probe ends once that quarantine is served.
+async fn quarantine(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    // The longest quarantine any client announces: the node keeps one.
+    let Some(served) = client.quarantine else {
+        return;
+    };
+    if client.redlock.quorum() >= NODES {
+        return;
+    }
+    let node = NODES - 1;
+    world::lock(world).restart(node, Persistence::None);
+    let started = |checks: &[crate::NodeCheck]| {
+        checks
+            .iter()
+            .flat_map(|c| c.problems())
+            .find_map(|p| match p {
+                NodeProblem::Quarantined { index, started, .. } if *index == node => Some(*started),
+                _ => None,
+            })
+    };
+    // A holder on the other nodes, so that the vote fails and reports
+    // every node's answer.
+    let resource = "probe-quarantine";
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), resource);
+    let others: Vec<usize> = (0..NODES).filter(|&n| n != node).collect();
+    plant_on(world, &key, &format!("C{}", "0".repeat(39)), &others);
+    // The restarted node answers first (it loads the script), the others
+    // after 0.8 node timeouts.
+    let by = client.plan.config.node_timeout().mul_f64(0.4);
+    for &other in &others {
+        world::lock(world).set_link(client.index, other, LinkMode::Slow(by));
+    }
+    let got = client.redlock.try_lock(resource, client.plan.max_ttl).await;
+    for &other in &others {
+        world::lock(world).set_link(client.index, other, LinkMode::Pass);
+    }
+    let outcome = match &got {
+        Err(Error::NotAcquired(attempts)) => {
+            attempts.nodes().get(node).map(|r| r.outcome().clone())
+        }
+        _ => None,
+    };
+    if !matches!(outcome, Some(crate::NodeOutcome::Quarantined { .. })) {
+        violation(
+            record,
+            client,
+            &format!(
+                "the first vote on node {node}, restarted empty, answered {outcome:?}, not \
+                 Quarantined (the call returned {got:?})"
+            ),
+        );
+    }
+    let after = started(&client.redlock.check_report().await);
+    if after != Some(true) {
+        violation(
+            record,
+            client,
+            &format!(
+                "check_report on node {node} after its first vote since an empty restart: \
+                 quarantine started {after:?}, not Some(true)"
+            ),
+        );
+    }
+    settle(client).await;
+    unplant(world, &key);
+    // As an operator warms a restarted node: the phase after must not meet
+    // the known late-NOSCRIPT defect because of this probe.
+    {
+        let mut world = world::lock(world);
+        for registered in crate::node::registry::SCRIPTS.iter() {
+            let source = registered.script.source().as_bytes().to_vec();
+            let load = [b"SCRIPT".to_vec(), b"LOAD".to_vec(), source];
+            let _ = world.deliver(node, &load);
+        }
+    }
+    tokio::time::sleep(served + Duration::from_millis(100)).await;
+}
+
 /// Once every quarantine is served, every node reports itself trusted to
 /// `check_report` and `inspect`.
 async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
@@ -504,12 +589,21 @@ async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
 
 /// Sets `key` to `value` on every node that is up; returns those nodes.
 fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+    let up: Vec<usize> = {
+        let world = world::lock(world);
+        (0..world.node_count())
+            .filter(|&n| world.process(n) == Process::Up)
+            .collect()
+    };
+    plant_on(world, key, value, &up);
+    up
+}
+
+/// Sets `key` to `value` on `nodes`.
+fn plant_on(world: &Shared, key: &str, value: &str, nodes: &[usize]) {
     let mut world = world::lock(world);
     let now = world.elapsed();
-    let up: Vec<usize> = (0..world.node_count())
-        .filter(|&n| world.process(n) == Process::Up)
-        .collect();
-    for &node in &up {
+    for &node in nodes {
         let set = [
             b"SET".to_vec(),
             world.stored_key(node, key).into_bytes(),
@@ -519,7 +613,6 @@ fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
         ];
         world.server_mut(node).execute(now, &set);
     }
-    up
 }
 
 /// Deletes `key` on every node.
