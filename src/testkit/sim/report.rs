@@ -90,6 +90,17 @@ pub(crate) fn misreported(attempts: &Attempts, asked: &Asked<'_>) -> Option<Stri
             (granted, refused, unavailable, misconfigured)
         ));
     }
+    // A round stops early only once its outcome is certain: a node left
+    // with no answer means the others had already ruled a quorum out.
+    let pending = count(|o| *o == NodeOutcome::Pending);
+    let quorum = attempts.quorum();
+    if pending > 0 && granted < quorum && granted + pending >= quorum {
+        return Some(format!(
+            "{pending} node(s) with no answer yet and {granted} granted: with them a quorum of \
+             {quorum} was still possible, so the round could not have stopped before they \
+             answered or timed out"
+        ));
+    }
     wrong_message(attempts, asked, (granted, refused))
 }
 

@@ -187,17 +187,20 @@ impl Client {
             }
             3 => {
                 let choice = rng.below(4);
+                let mut deadline = None;
                 let (options, call) = match choice {
                     0 => (
                         LockOptions::new().wait(crate::Wait::No),
                         Call::Acquire { retries: Some(0) },
                     ),
-                    1 => (
-                        LockOptions::new().wait(crate::Wait::For(Duration::from_millis(
-                            rng.between(10, 1_000),
-                        ))),
-                        Call::Acquire { retries: None },
-                    ),
+                    1 => {
+                        let wait = Duration::from_millis(rng.between(10, 1_000));
+                        deadline = Some(wait);
+                        (
+                            LockOptions::new().wait(crate::Wait::For(wait)),
+                            Call::Acquire { retries: None },
+                        )
+                    }
                     2 => {
                         let n = u32::try_from(rng.below(4)).unwrap_or(0);
                         let options = LockOptions::new().wait(crate::Wait::Retries(n));
@@ -208,6 +211,9 @@ impl Client {
                 let got = self.redlock.lock_with(resource, ttl, &options).await;
                 if let (3, Ok(guard)) = (choice, &got) {
                     self.check_tokens(guard);
+                }
+                if let (Some(wait), Err(e)) = (deadline, &got) {
+                    self.check_deadline(e, wait, invoked);
                 }
                 self.held(("lock_with", call), resource, invoked, got, rng)
                     .await;
@@ -584,6 +590,48 @@ impl Client {
         {
             record(&self.record).violation(format!(
                 "pacing: client {}'s lock invoked at {invoked:?}: {wrong}",
+                self.index
+            ));
+        }
+    }
+
+    /// A `lock_with(Wait::For(wait))` that gave up kept trying until its
+    /// next pause would end at or past the deadline (so it took at least
+    /// `wait` less one longest pause), and gave up by the deadline plus
+    /// one attempt.
+    fn check_deadline(&self, e: &Error, wait: Duration, invoked: Duration) {
+        let Error::NotAcquired(attempts) = e else {
+            return;
+        };
+        if attempts.reason() == crate::Reason::Misconfigured || self.paused_between(invoked) {
+            return;
+        }
+        let config = &self.plan.config;
+        let took = self.now().saturating_sub(invoked);
+        let longest_pause = config.retry_delay() + config.retry_jitter();
+        let per_attempt = if self.quiet_since(invoked) {
+            let window = super::world::lock(&self.world).unordered(self.index);
+            Duration::from_millis(15) + window * 4
+        } else {
+            config.node_timeout() * 4 + Duration::from_millis(10)
+        };
+        let slack = Duration::from_millis(1);
+        let wrong = if took + slack < wait.saturating_sub(longest_pause) {
+            Some(format!(
+                "gave up after {took:?}: with pauses of at most {longest_pause:?} it should try \
+                 until its next pause would end past the deadline"
+            ))
+        } else if took > wait + per_attempt + slack {
+            Some(format!(
+                "gave up after {took:?}: an attempt takes at most {per_attempt:?} past the \
+                 deadline"
+            ))
+        } else {
+            None
+        };
+        if let Some(wrong) = wrong {
+            record(&self.record).violation(format!(
+                "deadline: client {}'s lock_with(Wait::For({wait:?})) invoked at {invoked:?} {wrong}",
                 self.index
             ));
         }
