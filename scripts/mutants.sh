@@ -10,6 +10,8 @@
 #   bash scripts/mutants.sh src/ttl.rs      # some of them
 #   SIM_SECONDS=20 bash scripts/mutants.sh  # a longer batch per mutant
 #   MUTANTS_SHARD=0/10 bash scripts/mutants.sh  # every tenth mutant (a sample)
+#   MUTANTS_RE='deletes_sent|trust_status' bash scripts/mutants.sh
+#                                           # the mutants whose names match
 #
 # A mutant costs a debug rebuild and a sim run, about two minutes on two
 # cores: the whole list (about 330) takes hours, a shard of a tenth about one.
@@ -38,6 +40,9 @@ for f in "${files[@]}"; do
 done
 # Each mutant: the regression seeds, the controls and a short fixed batch.
 export SIM_SECONDS="${SIM_SECONDS:-5}" SIM_FIRST_SEED="${SIM_FIRST_SEED:-1}"
+if [ -n "${MUTANTS_RE:-}" ]; then
+  args+=(--re "$MUTANTS_RE")
+fi
 if [ -n "${MUTANTS_SHARD:-}" ]; then
   args+=(--shard "$MUTANTS_SHARD" --sharding round-robin)
 fi
