@@ -164,5 +164,6 @@ pub fn shrink(report: &Report) -> Report {
         ops: report.ops,
         commands: report.commands,
         history: report.history.clone(),
+        ended: report.ended.clone(),
     })
 }

@@ -64,6 +64,9 @@ pub struct Record {
     next_live: u64,
     /// Operations that finished.
     pub ops: usize,
+    /// Holds of plain locks the workload ended, by what its call gave:
+    /// `released`, `expired`, `unconfirmed` or `dropped`.
+    pub(crate) ended: BTreeMap<&'static str, u64>,
 }
 
 impl Record {

@@ -40,6 +40,8 @@ mod batch;
 mod checks;
 pub mod faults;
 mod gone;
+#[cfg(feature = "metrics")]
+mod metered;
 mod net;
 pub mod node;
 mod oracle;

@@ -77,6 +77,9 @@ pub struct Report {
     pub commands: u64,
     /// One JSON line per operation.
     pub history: Vec<String>,
+    /// Holds of plain locks the workload ended, by outcome (for the
+    /// metrics check).
+    pub(crate) ended: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// Runs one schedule.
@@ -98,11 +101,23 @@ pub fn run(plan: &Plan) -> Report {
                 ops: 0,
                 commands: 0,
                 history: Vec::new(),
+                ended: std::collections::BTreeMap::new(),
             };
         }
     };
     let _seeded = crate::rng::seeded::install(plan.seed ^ 0x6c69_6272_6172_7900);
     let _control = plan.control.map(crate::controls::install);
+    #[cfg(feature = "metrics")]
+    {
+        let counts = super::metered::Counts::default();
+        let mut report = metrics::with_local_recorder(&counts, || runtime.block_on(schedule(plan)));
+        let ended = std::mem::take(&mut report.ended);
+        report
+            .violations
+            .extend(super::metered::check(&counts, &ended));
+        report
+    }
+    #[cfg(not(feature = "metrics"))]
     runtime.block_on(schedule(plan))
 }
 
@@ -288,6 +303,7 @@ async fn schedule(plan: &Plan) -> Report {
         ops: record.ops,
         commands,
         history: record.history,
+        ended: record.ended,
     }
 }
 

@@ -341,7 +341,17 @@ impl Client {
             let invoked = self.now();
             let before = self.before_call(&guard, Duration::ZERO);
             let resource = guard.resource().to_owned();
+            let plain = !REENTRANT.contains(&guard.resource());
             let released = guard.release().await;
+            let outcome = match &released {
+                Ok(()) => Some("released"),
+                Err(Error::Expired) => Some("expired"),
+                Err(Error::ReleaseUnconfirmed(_)) => Some("unconfirmed"),
+                Err(_) => None,
+            };
+            if let (true, Some(outcome)) = (plain, outcome) {
+                *record(&self.record).ended.entry(outcome).or_default() += 1;
+            }
             self.check_gone(before, &released, "release");
             let result = released.as_ref().map_or_else(
                 |e| self.describe(e, (Call::Release, &resource), invoked),
@@ -349,6 +359,9 @@ impl Client {
             );
             self.log("release", "-", invoked, &result);
         } else {
+            if !REENTRANT.contains(&guard.resource()) {
+                *record(&self.record).ended.entry("dropped").or_default() += 1;
+            }
             drop(guard);
         }
     }

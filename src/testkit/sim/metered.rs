@@ -1,0 +1,101 @@
+//! The metrics a run records (feature `metrics`), counted by name and
+//! `outcome` label, for the check that every hold the workload ended is
+//! recorded under the outcome its call returned.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use metrics::{
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
+
+/// Records per (metric name, `outcome`): counters by their increments,
+/// histograms by their samples. Installed for one run's thread.
+#[derive(Clone, Default)]
+pub(crate) struct Counts(Arc<Mutex<BTreeMap<(String, String), u64>>>);
+
+impl Counts {
+    /// How many records `name` has under `outcome`.
+    pub(crate) fn get(&self, name: &str, outcome: &str) -> u64 {
+        let counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        counts
+            .get(&(name.to_owned(), outcome.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn add(&self, key: &(String, String), by: u64) {
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *counts.entry(key.clone()).or_default() += by;
+    }
+
+    fn handle(&self, key: &Key) -> Arc<Handle> {
+        let outcome = key
+            .labels()
+            .find(|label| label.key() == "outcome")
+            .map_or_else(String::new, |label| label.value().to_owned());
+        Arc::new(Handle {
+            counts: self.clone(),
+            key: (key.name().to_owned(), outcome),
+        })
+    }
+}
+
+/// One metric's handle: adds to its (name, outcome) count.
+struct Handle {
+    counts: Counts,
+    key: (String, String),
+}
+
+impl CounterFn for Handle {
+    fn increment(&self, value: u64) {
+        self.counts.add(&self.key, value);
+    }
+
+    fn absolute(&self, _value: u64) {}
+}
+
+impl HistogramFn for Handle {
+    fn record(&self, _value: f64) {
+        self.counts.add(&self.key, 1);
+    }
+}
+
+impl Recorder for Counts {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.handle(key))
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.handle(key))
+    }
+}
+
+/// The holds the workload ended, by the outcome its call gave (`ended`),
+/// each recorded at least that often under that outcome.
+pub(crate) fn check(counts: &Counts, ended: &BTreeMap<&'static str, u64>) -> Vec<String> {
+    ended
+        .iter()
+        .filter_map(|(&outcome, &seen)| {
+            let recorded = counts.get(crate::metrics::HOLD_DURATION, outcome);
+            (recorded < seen).then(|| {
+                format!(
+                    "metrics: {seen} hold(s) ended {outcome:?} by the workload's calls, {recorded} \
+                     recorded under {} with that outcome",
+                    crate::metrics::HOLD_DURATION
+                )
+            })
+        })
+        .collect()
+}
