@@ -237,11 +237,12 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         return;
     };
     // The round keeps only the answers that precede its decision: the
-    // node that lost the key answers first, the others a few milliseconds
-    // later (within every client's node timeout).
+    // node that lost the key answers first, the others 0.6 node timeouts
+    // later.
     let others = (0..NODES).filter(|&n| n != lost);
+    let late = client.plan.config.node_timeout().mul_f64(0.3);
     for node in others.clone() {
-        world::lock(world).set_link(client.index, node, LinkMode::Slow(Duration::from_millis(3)));
+        world::lock(world).set_link(client.index, node, LinkMode::Slow(late));
     }
     let extended = guard.extend(ttl).await;
     for node in others {
