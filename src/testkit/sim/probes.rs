@@ -241,13 +241,9 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     // later.
     let others = (0..NODES).filter(|&n| n != lost);
     let late = client.plan.config.node_timeout().mul_f64(0.3);
-    for node in others.clone() {
-        world::lock(world).set_link(client.index, node, LinkMode::Slow(late));
-    }
+    set_links(world, client.index, others.clone(), LinkMode::Slow(late));
     let extended = guard.extend(ttl).await;
-    for node in others {
-        world::lock(world).set_link(client.index, node, LinkMode::Pass);
-    }
+    set_links(world, client.index, others, LinkMode::Pass);
     let back = {
         let world = world::lock(world);
         let now = world.elapsed();
@@ -319,14 +315,11 @@ async fn wake(world: &Shared, record: &Arc<Mutex<Record>>, clients: &[Arc<Client
     // sent its SET there before hearing the release there would be
     // refused by enough nodes to fail.
     let late: Vec<usize> = (0..=NODES - waiter.redlock.quorum()).collect();
-    for &node in &late {
-        world::lock(world).set_link(holder.index, node, LinkMode::Slow(Duration::from_millis(5)));
-    }
+    let slow = LinkMode::Slow(Duration::from_millis(5));
+    set_links(world, holder.index, late.iter().copied(), slow);
     let released = tokio::time::Instant::now();
     let release = guard.release().await;
-    for &node in &late {
-        world::lock(world).set_link(holder.index, node, LinkMode::Pass);
-    }
+    set_links(world, holder.index, late.iter().copied(), LinkMode::Pass);
     if release.is_err() {
         return;
     }
@@ -406,12 +399,7 @@ async fn rewake(world: &Shared, record: &Arc<Mutex<Record>>, clients: &[Arc<Clie
     let published = tokio::time::Instant::now();
     let got = task.await;
     let took = published.elapsed();
-    {
-        let mut world = world::lock(world);
-        for node in 0..NODES {
-            world.set_link(waiter.index, node, LinkMode::Pass);
-        }
-    }
+    set_links(world, waiter.index, 0..NODES, LinkMode::Pass);
     // The woken attempt lasts one node timeout (its calls time out), and
     // the call gives up when it ends: its retry was the pause it
     // interrupted.
@@ -522,13 +510,14 @@ async fn quarantine(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client
     // The restarted node answers first (it loads the script), the others
     // after 0.8 node timeouts.
     let by = client.plan.config.node_timeout().mul_f64(0.4);
-    for &other in &others {
-        world::lock(world).set_link(client.index, other, LinkMode::Slow(by));
-    }
+    set_links(
+        world,
+        client.index,
+        others.iter().copied(),
+        LinkMode::Slow(by),
+    );
     let got = client.redlock.try_lock(resource, client.plan.max_ttl).await;
-    for &other in &others {
-        world::lock(world).set_link(client.index, other, LinkMode::Pass);
-    }
+    set_links(world, client.index, others.iter().copied(), LinkMode::Pass);
     let outcome = match &got {
         Err(Error::NotAcquired(attempts)) => {
             attempts.nodes().get(node).map(|r| r.outcome().clone())
@@ -650,6 +639,14 @@ fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
             stored.as_deref() == Some(value.as_bytes())
         })
         .collect()
+}
+
+/// Sets the links from `client` to `nodes` to `mode`.
+fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, mode: LinkMode) {
+    let mut world = world::lock(world);
+    for node in nodes {
+        world.set_link(client, node, mode);
+    }
 }
 
 /// Time for a failed attempt's clean-up, sent in the background, to land.

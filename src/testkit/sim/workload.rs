@@ -584,18 +584,7 @@ impl Client {
             return;
         }
         let config = &self.plan.config;
-        // With no fault near the call, an attempt takes a few round trips
-        // (a fenced one two, each maybe after a script load) of links
-        // under 1.2 ms each way. Otherwise two round trips (a lock's
-        // options may ask for fencing), each waiting at most for a
-        // clean-up's gate and its call. An unordered link's commands take
-        // up to its window more.
-        let per_attempt = if self.quiet_since(invoked) {
-            let window = super::world::lock(&self.world).unordered(self.index);
-            Duration::from_millis(15) + window * 4
-        } else {
-            config.node_timeout() * 4 + Duration::from_millis(10)
-        };
+        let per_attempt = self.attempt_bound(invoked);
         let settings = (config.retry_delay(), config.retry_jitter());
         let took = self.now().saturating_sub(invoked);
         if let Some(wrong) =
@@ -605,6 +594,21 @@ impl Client {
                 "pacing: client {}'s lock invoked at {invoked:?}: {wrong}",
                 self.index
             ));
+        }
+    }
+
+    /// The longest an attempt of a call invoked at `invoked` may take.
+    /// With no fault near the call, an attempt takes a few round trips (a
+    /// fenced one two, each maybe after a script load) of links under
+    /// 1.2 ms each way, plus up to its window more on an unordered link.
+    /// Otherwise two round trips (a lock's options may ask for fencing),
+    /// each waiting at most for a clean-up's gate and its call.
+    fn attempt_bound(&self, invoked: Duration) -> Duration {
+        if self.quiet_since(invoked) {
+            let window = super::world::lock(&self.world).unordered(self.index);
+            Duration::from_millis(15) + window * 4
+        } else {
+            self.plan.config.node_timeout() * 4 + Duration::from_millis(10)
         }
     }
 
@@ -622,12 +626,7 @@ impl Client {
         let config = &self.plan.config;
         let took = self.now().saturating_sub(invoked);
         let longest_pause = config.retry_delay() + config.retry_jitter();
-        let per_attempt = if self.quiet_since(invoked) {
-            let window = super::world::lock(&self.world).unordered(self.index);
-            Duration::from_millis(15) + window * 4
-        } else {
-            config.node_timeout() * 4 + Duration::from_millis(10)
-        };
+        let per_attempt = self.attempt_bound(invoked);
         let slack = Duration::from_millis(1);
         let wrong = if took + slack < wait.saturating_sub(longest_pause) {
             Some(format!(
