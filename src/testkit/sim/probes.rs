@@ -81,7 +81,7 @@ async fn marks(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         violation(record, client, "try_lock got a lock held on every node");
         return;
     }
-    settle(client).await;
+    settle(world, client).await;
     let after_try = marked();
     if !after_try.is_empty() {
         violation(
@@ -103,7 +103,7 @@ async fn marks(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         violation(record, client, "lock_with got a lock held on every node");
         return;
     }
-    settle(client).await;
+    settle(world, client).await;
     let after_wait = marked();
     let notifies = client.plan.config.release_notifications();
     if notifies && after_wait != up {
@@ -183,7 +183,7 @@ async fn release_verdict(
     }
     let got = guard.release().await;
     // The hung call's node timeout ends before the link is mended.
-    settle(client).await;
+    settle(world, client).await;
     world::lock(world).set_link(client.index, hung, LinkMode::Pass);
     let right = matches!(
         (&got, extra),
@@ -474,7 +474,7 @@ async fn follow(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
             ),
         );
     }
-    settle(client).await;
+    settle(world, client).await;
     let _ = second.release().await;
 }
 
@@ -490,6 +490,8 @@ async fn quarantine(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client
     if client.redlock.quorum() >= NODES {
         return;
     }
+    // The vote on the restarted node must not queue behind earlier calls.
+    settle(world, client).await;
     let node = NODES - 1;
     world::lock(world).restart(node, Persistence::None);
     let started = |checks: &[crate::NodeCheck]| {
@@ -545,7 +547,7 @@ async fn quarantine(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client
             ),
         );
     }
-    settle(client).await;
+    settle(world, client).await;
     unplant(world, &key);
     // As an operator warms a restarted node: the phase after must not meet
     // the known late-NOSCRIPT defect because of this probe.
@@ -649,9 +651,14 @@ fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, 
     }
 }
 
-/// Time for a failed attempt's clean-up, sent in the background, to land.
-async fn settle(client: &Client) {
+/// Time for a failed attempt's clean-up, sent in the background, to land:
+/// waits out the calls in flight: two node timeouts, then until every
+/// command the client sent has landed and every reply come back (a link
+/// slowed by a probe keeps its queue after it passes again).
+async fn settle(world: &Shared, client: &Client) {
     tokio::time::sleep(client.plan.config.node_timeout() * 2 + Duration::from_millis(10)).await;
+    let drained = world::lock(world).drained_at(client.index);
+    tokio::time::sleep_until(drained + Duration::from_millis(1)).await;
 }
 
 fn violation(record: &Arc<Mutex<Record>>, client: &Client, what: &str) {

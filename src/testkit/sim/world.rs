@@ -325,6 +325,16 @@ impl World {
         Fate::Unordered(arrival)
     }
 
+    /// When every command `client` has sent has reached its node and every
+    /// reply its client: before it, a new call may queue behind old ones.
+    pub(crate) fn drained_at(&self, client: usize) -> Instant {
+        self.links[client]
+            .iter()
+            .map(|link| link.last_arrival.max(link.last_reply))
+            .max()
+            .unwrap_or(self.start)
+    }
+
     /// Runs `args` on `node` if it is up (`None`: paused, wait for
     /// [`resumed`](Self::resumed); `Some(None)`: down or flushed away).
     pub(crate) fn deliver(&mut self, node: usize, args: &[Vec<u8>]) -> Delivery {
