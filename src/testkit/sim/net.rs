@@ -149,6 +149,20 @@ async fn carry_replies(mut replies: mpsc::UnboundedReceiver<Inbound>) {
     }
 }
 
+/// A reply's bytes as the value the real connection's decoder (redis's
+/// [`ValueCodec`](redis::ValueCodec)) makes of them.
+pub(super) fn decode(bytes: &[u8]) -> redis::RedisResult<Value> {
+    use tokio_util::codec::Decoder;
+    let mut buffer = bytes::BytesMut::from(bytes);
+    match redis::ValueCodec::default().decode_eof(&mut buffer)? {
+        Some(value) => Ok(value),
+        None => Err(io_error(
+            std::io::ErrorKind::UnexpectedEof,
+            "a simulated reply ended before its value",
+        )),
+    }
+}
+
 pub(super) fn io_error(kind: std::io::ErrorKind, message: &'static str) -> RedisError {
     RedisError::from(std::io::Error::new(kind, message))
 }
@@ -205,7 +219,7 @@ impl SimEndpoint for Endpoint {
                 std::future::pending::<()>().await;
             }
             match answer.await {
-                Ok(Answer::Bytes(bytes)) => redis::parse_redis_value(&bytes)?.extract_error(),
+                Ok(Answer::Bytes(bytes)) => decode(&bytes)?.extract_error(),
                 Ok(Answer::Broken) | Err(_) => Err(broken()),
             }
         })

@@ -205,7 +205,7 @@ impl Subscription {
             Some(at) => tokio::time::sleep_until(at).await,
             None => std::future::pending().await,
         }
-        redis::parse_redis_value(&bytes)?.extract_error().map(drop)
+        super::net::decode(&bytes)?.extract_error().map(drop)
     }
 }
 
