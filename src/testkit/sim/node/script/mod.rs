@@ -7,8 +7,10 @@ mod bytecode;
 mod convert;
 
 use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use mlua::chunk::ChunkMode;
+use mlua::state::{GcIncParams, GcMode};
 use mlua::{
     BString, Either, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic,
 };
@@ -42,9 +44,26 @@ impl std::fmt::Debug for Engine {
 }
 
 /// The sha1 of `body` in lower-case hex, as Redis names scripts.
+///
+/// Remembered for the first [`SHAS_KEPT`] texts of the process: every
+/// schedule's nodes load the same few scripts again and again, and
+/// hashing them was a tenth of a schedule's work.
 pub(super) fn sha1_hex(body: &[u8]) -> String {
-    sha1_smol::Sha1::from(body).digest().to_string()
+    static SHAS: LazyLock<Mutex<BTreeMap<Vec<u8>, String>>> =
+        LazyLock::new(|| Mutex::new(BTreeMap::new()));
+    let mut shas = SHAS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(sha) = shas.get(body) {
+        return sha.clone();
+    }
+    let sha = sha1_smol::Sha1::from(body).digest().to_string();
+    if shas.len() < SHAS_KEPT {
+        shas.insert(body.to_vec(), sha.clone());
+    }
+    sha
 }
+
+/// How many script texts [`sha1_hex`] remembers.
+const SHAS_KEPT: usize = 256;
 
 impl Engine {
     /// A fresh Lua state with Redis's environment, whose `redis.call`
@@ -54,6 +73,10 @@ impl Engine {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
+        // A collection when the heap has grown fivefold, not twofold: a
+        // node's heap stays small (its scripts and their garbage), and the
+        // default pace spent a tenth of the batch in the collector.
+        lua.gc_set_mode(GcMode::Incremental(GcIncParams::default().pause(500)));
         let sha1hex = lua.create_function(|lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(raise("ERR wrong number of arguments"));
