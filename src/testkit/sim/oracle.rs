@@ -68,15 +68,14 @@ fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Ve
     for key in &live.keys {
         let holding = (0..world.node_count())
             .filter(|&node| {
-                // Cheapest first: the TTL, then the value, then the faults.
+                // The key (its value ours, its TTL long enough), then the
+                // faults.
                 let server = world.server(node);
                 let key = &world.stored_key(node, key);
                 let rate = server.clock().rate();
-                let lives = lives_for(server.pttl(now, key), rate);
-                let held = lives.is_some_and(|l| l + Duration::from_millis(2) >= claim)
-                    && server
-                        .value(now, key)
-                        .is_some_and(|stored| is_ours(&stored, &live.value));
+                let ttl = server.pttl_if(now, key, |stored| is_ours(stored, &live.value));
+                let held =
+                    lives_for(ttl, rate).is_some_and(|l| l + Duration::from_millis(2) >= claim);
                 held || rules.guarded
                     && rules
                         .faults

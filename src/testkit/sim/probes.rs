@@ -176,7 +176,10 @@ async fn release_verdict(
         let mut world = world::lock(world);
         let now = world.elapsed();
         for node in 0..refusing {
-            let del = [b"DEL".to_vec(), world.stored_key(node, &key).into_bytes()];
+            let del = [
+                b"DEL".to_vec(),
+                world.stored_key(node, &key).into_owned().into_bytes(),
+            ];
             world.server_mut(node).execute(now, &del);
         }
         world.set_link(client.index, hung, LinkMode::Blackhole);
@@ -228,7 +231,10 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         let value = world
             .server(NODES - 1)
             .value(now, &world.stored_key(NODES - 1, &key));
-        let del = [b"DEL".to_vec(), world.stored_key(lost, &key).into_bytes()];
+        let del = [
+            b"DEL".to_vec(),
+            world.stored_key(lost, &key).into_owned().into_bytes(),
+        ];
         world.server_mut(lost).execute(now, &del);
         value
     };
@@ -389,7 +395,7 @@ async fn rewake(world: &Shared, record: &Arc<Mutex<Record>>, clients: &[Arc<Clie
         for node in 0..NODES {
             let publish = [
                 b"PUBLISH".to_vec(),
-                world.stored_key(node, &channel).into_bytes(),
+                world.stored_key(node, &channel).into_owned().into_bytes(),
                 planted.clone().into_bytes(),
             ];
             let _ = world.deliver(node, &publish);
@@ -612,7 +618,7 @@ fn plant_on(world: &Shared, key: &str, value: &str, nodes: &[usize]) {
     for &node in nodes {
         let set = [
             b"SET".to_vec(),
-            world.stored_key(node, key).into_bytes(),
+            world.stored_key(node, key).into_owned().into_bytes(),
             value.as_bytes().to_vec(),
             b"PX".to_vec(),
             b"60000".to_vec(),
@@ -626,7 +632,10 @@ fn unplant(world: &Shared, key: &str) {
     let mut world = world::lock(world);
     let now = world.elapsed();
     for node in 0..world.node_count() {
-        let del = [b"DEL".to_vec(), world.stored_key(node, key).into_bytes()];
+        let del = [
+            b"DEL".to_vec(),
+            world.stored_key(node, key).into_owned().into_bytes(),
+        ];
         world.server_mut(node).execute(now, &del);
     }
 }

@@ -316,7 +316,7 @@ fn check_tagged(world: &Shared, record: &Mutex<Record>) {
     for node in 0..world.node_count() {
         let tagged = world.stored_key(node, "");
         for key in world.server(node).keys(now) {
-            if !key.starts_with(&tagged) {
+            if !key.starts_with(tagged.as_ref()) {
                 record::violation(
                     record,
                     format!("cluster: key {key} on node {node} lacks the node's tag {tagged}"),

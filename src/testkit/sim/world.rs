@@ -267,10 +267,10 @@ impl World {
 
     /// `key` as node `node` stores it: with its hash tag in front on a
     /// cluster.
-    pub fn stored_key(&self, node: usize, key: &str) -> String {
+    pub fn stored_key<'k>(&self, node: usize, key: &'k str) -> std::borrow::Cow<'k, str> {
         match self.tags.get(node) {
-            Some(Some(tag)) => format!("{{{tag}}}{key}"),
-            _ => key.to_owned(),
+            Some(Some(tag)) => std::borrow::Cow::Owned(format!("{{{tag}}}{key}")),
+            _ => std::borrow::Cow::Borrowed(key),
         }
     }
 

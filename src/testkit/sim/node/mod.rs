@@ -341,6 +341,21 @@ impl SimNode {
         }
     }
 
+    /// [`pttl`](Self::pttl) of `key` when its string value passes
+    /// `matches`, else -2 (as if missing): one look, no copy of the value.
+    pub fn pttl_if(&self, now: Duration, key: &str, matches: impl FnOnce(&[u8]) -> bool) -> i64 {
+        let now_ms = self.ms_at(now);
+        match self.core().keys.get(key.as_bytes(), now_ms) {
+            Some(entry) => match &entry.data {
+                Data::Str(value) if matches(value) => entry
+                    .expire_at
+                    .map_or(-1, |at| at.saturating_sub(now_ms).max(0)),
+                _ => -2,
+            },
+            None => -2,
+        }
+    }
+
     /// `key`'s time to live at virtual time `now` in ms, as `PTTL`
     /// answers: -2 when missing or expired, -1 without expiry.
     pub fn pttl(&self, now: Duration, key: &str) -> i64 {
