@@ -223,7 +223,10 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let Ok(mut guard) = client.redlock.lock(resource.as_str(), ttl).await else {
         return;
     };
+    // Every SET of the acquisition has landed (lock() returns at its
+    // quorum): the key is deleted after the last one.
     tokio::time::sleep(Duration::from_millis(5)).await;
+    drain(world, client).await;
     let lost = 0;
     let value = {
         let mut world = world::lock(world);
@@ -666,6 +669,12 @@ fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, 
 /// slowed by a probe keeps its queue after it passes again).
 async fn settle(world: &Shared, client: &Client) {
     tokio::time::sleep(client.plan.config.node_timeout() * 2 + Duration::from_millis(10)).await;
+    drain(world, client).await;
+}
+
+/// Waits until every command the client sent has landed and every reply
+/// come back.
+async fn drain(world: &Shared, client: &Client) {
     let drained = world::lock(world).drained_at(client.index);
     tokio::time::sleep_until(drained + Duration::from_millis(1)).await;
 }
