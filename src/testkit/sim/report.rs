@@ -229,6 +229,31 @@ pub(crate) fn wrong_pacing(
     })
 }
 
+/// A node reported as timed out in a call that returned within `took`,
+/// less than one `node_timeout`: a round's deadline is a node timeout
+/// from its start, and a round that stops early leaves the nodes still
+/// busy as pending, not timed out. `None` when no such node is reported.
+pub(crate) fn early_timeout(
+    attempts: &Attempts,
+    took: Duration,
+    node_timeout: Duration,
+) -> Option<String> {
+    // Timers fire on whole milliseconds.
+    if took + Duration::from_millis(1) >= node_timeout {
+        return None;
+    }
+    let timed_out: Vec<usize> = (attempts.nodes().iter().enumerate())
+        .filter(|(_, n)| *n.outcome() == NodeOutcome::TimedOut)
+        .map(|(index, _)| index)
+        .collect();
+    (!timed_out.is_empty()).then(|| {
+        format!(
+            "node(s) {timed_out:?} reported timed out by a call that returned after {took:?}, \
+             within one node timeout ({node_timeout:?})"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +315,19 @@ mod tests {
             ..fewer
         };
         assert_eq!(misreported(&acquire, &woken), None);
+    }
+
+    #[test]
+    fn a_timeout_reported_before_one_node_timeout_is_seen() {
+        let failed = report(mixed(), 1);
+        let timeout = Duration::from_millis(100);
+        assert!(early_timeout(&failed, Duration::from_millis(20), timeout).is_some());
+        assert_eq!(early_timeout(&failed, timeout, timeout), None);
+        let answered = report(vec![NodeOutcome::Refused; 5], 1);
+        assert_eq!(
+            early_timeout(&answered, Duration::from_millis(20), timeout),
+            None
+        );
     }
 
     #[test]

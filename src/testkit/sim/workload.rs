@@ -528,8 +528,10 @@ impl Client {
     /// [`describe`], after checking a failed round's report: it names a
     /// resource of the workload, its reason is right
     /// ([`reasons::misclassified`]), it is the report of the `call` made
-    /// on `resource` ([`report::misreported`]), and a `lock()` that gave
-    /// up took the pauses its retries promise ([`report::wrong_pacing`]).
+    /// on `resource` ([`report::misreported`]), it reports no node timed
+    /// out before a node timeout has passed ([`report::early_timeout`]),
+    /// and a `lock()` that gave up took the pauses its retries promise
+    /// ([`report::wrong_pacing`]).
     fn describe(&self, e: &Error, (call, resource): (Call, &str), invoked: Duration) -> String {
         let (Error::NotAcquired(attempts) | Error::ReleaseUnconfirmed(attempts)) = e else {
             return describe(e);
@@ -563,6 +565,14 @@ impl Client {
             notifications: self.plan.config.release_notifications(),
         };
         if let Some(wrong) = report::misreported(attempts, &asked) {
+            record(&self.record).violation(format!(
+                "report: client {}'s {call:?} on {resource} invoked at {invoked:?}: {wrong}",
+                self.index
+            ));
+        }
+        let took = self.now().saturating_sub(invoked);
+        let timeout = self.plan.config.node_timeout();
+        if let Some(wrong) = report::early_timeout(attempts, took, timeout) {
             record(&self.record).violation(format!(
                 "report: client {}'s {call:?} on {resource} invoked at {invoked:?}: {wrong}",
                 self.index
