@@ -176,10 +176,7 @@ async fn release_verdict(
         let mut world = world::lock(world);
         let now = world.elapsed();
         for node in 0..refusing {
-            let del = [
-                b"DEL".to_vec(),
-                world.stored_key(node, &key).into_owned().into_bytes(),
-            ];
+            let del = [b"DEL".to_vec(), stored_bytes(&world, node, &key)];
             world.server_mut(node).execute(now, &del);
         }
         world.set_link(client.index, hung, LinkMode::Blackhole);
@@ -234,10 +231,7 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         let value = world
             .server(NODES - 1)
             .value(now, &world.stored_key(NODES - 1, &key));
-        let del = [
-            b"DEL".to_vec(),
-            world.stored_key(lost, &key).into_owned().into_bytes(),
-        ];
+        let del = [b"DEL".to_vec(), stored_bytes(&world, lost, &key)];
         world.server_mut(lost).execute(now, &del);
         value
     };
@@ -398,7 +392,7 @@ async fn rewake(world: &Shared, record: &Arc<Mutex<Record>>, clients: &[Arc<Clie
         for node in 0..NODES {
             let publish = [
                 b"PUBLISH".to_vec(),
-                world.stored_key(node, &channel).into_owned().into_bytes(),
+                stored_bytes(&world, node, &channel),
                 planted.clone().into_bytes(),
             ];
             let _ = world.deliver(node, &publish);
@@ -621,7 +615,7 @@ fn plant_on(world: &Shared, key: &str, value: &str, nodes: &[usize]) {
     for &node in nodes {
         let set = [
             b"SET".to_vec(),
-            world.stored_key(node, key).into_owned().into_bytes(),
+            stored_bytes(&world, node, key),
             value.as_bytes().to_vec(),
             b"PX".to_vec(),
             b"60000".to_vec(),
@@ -635,10 +629,7 @@ fn unplant(world: &Shared, key: &str) {
     let mut world = world::lock(world);
     let now = world.elapsed();
     for node in 0..world.node_count() {
-        let del = [
-            b"DEL".to_vec(),
-            world.stored_key(node, key).into_owned().into_bytes(),
-        ];
+        let del = [b"DEL".to_vec(), stored_bytes(&world, node, key)];
         world.server_mut(node).execute(now, &del);
     }
 }
@@ -655,6 +646,12 @@ fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
         .collect()
 }
 
+/// `key` as stored on `node` (with the node's hash tag, if any), as a
+/// command argument.
+fn stored_bytes(world: &world::World, node: usize, key: &str) -> Vec<u8> {
+    world.stored_key(node, key).as_bytes().to_vec()
+}
+
 /// Sets the links from `client` to `nodes` to `mode`.
 fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, mode: LinkMode) {
     let mut world = world::lock(world);
@@ -663,10 +660,9 @@ fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, 
     }
 }
 
-/// Time for a failed attempt's clean-up, sent in the background, to land:
-/// waits out the calls in flight: two node timeouts, then until every
-/// command the client sent has landed and every reply come back (a link
-/// slowed by a probe keeps its queue after it passes again).
+/// Waits out the client's calls in flight (a failed attempt's clean-up,
+/// sent in the background, included): two node timeouts, then [`drain`]
+/// (a link slowed by a probe keeps its queue after it passes again).
 async fn settle(world: &Shared, client: &Client) {
     tokio::time::sleep(client.plan.config.node_timeout() * 2 + Duration::from_millis(10)).await;
     drain(world, client).await;
