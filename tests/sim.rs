@@ -12,6 +12,9 @@
 //!   work, to compare the simulator's cost by instruction counts).
 //! - `SIM_CHECK_DETERMINISM=1`: the batch runs each seed twice and
 //!   compares the histories.
+//! - `SIM_FAIL_FAST=1`: the regression seeds and the batch stop at their
+//!   first failing seed and do not shrink it (`scripts/mutants.sh`, which
+//!   only asks whether a mutant fails).
 #![cfg(feature = "sim")]
 
 use std::time::Duration;
@@ -60,6 +63,11 @@ fn known_open(violation: &str) -> bool {
     KNOWN_OPEN.iter().any(|known| violation.contains(known))
 }
 
+/// `SIM_FAIL_FAST=1`: stop at the first failing seed, unshrunk.
+fn fail_fast() -> bool {
+    std::env::var("SIM_FAIL_FAST").is_ok_and(|v| v.trim() == "1")
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
@@ -99,6 +107,9 @@ fn the_regression_seeds_pass() {
             notifications_off,
             ..Plan::default()
         });
+        if !report.violations.is_empty() && fail_fast() {
+            panic!("{}", explain(&report));
+        }
         if !report.violations.is_empty() {
             failed.push(explain(&shrink(&report)));
         }
@@ -148,6 +159,7 @@ fn a_random_batch_finds_no_violation() {
         limit,
         known_open,
         notifications_off(),
+        fail_fast(),
     );
     for report in &summary.known {
         println!(

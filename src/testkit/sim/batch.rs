@@ -57,7 +57,9 @@ impl Summary {
 /// `budget` is spent (at least one seed each), at most `limit` seeds. A
 /// schedule whose every violation `known` recognises (a known open
 /// defect) is listed apart and not shrunk. With `notifications_off`,
-/// every client runs without release notifications.
+/// every client runs without release notifications. With `fail_fast`, the
+/// first failing schedule ends the batch and is reported as it ran, not
+/// shrunk (the mutation measure only needs to know that one fails).
 pub fn batch(
     first: u64,
     budget: Duration,
@@ -65,6 +67,7 @@ pub fn batch(
     limit: u64,
     known: fn(&str) -> bool,
     notifications_off: bool,
+    fail_fast: bool,
 ) -> Summary {
     let started = Instant::now();
     let next = Arc::new(AtomicU64::new(first));
@@ -101,11 +104,16 @@ pub fn batch(
                             .unwrap_or_else(PoisonError::into_inner)
                             .push(report);
                     } else if !report.violations.is_empty() {
-                        let shrunk = shrink(&report);
+                        let failed = if fail_fast {
+                            stop.store(true, Ordering::Relaxed);
+                            report
+                        } else {
+                            shrink(&report)
+                        };
                         failures
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
-                            .push(shrunk);
+                            .push(failed);
                     }
                     if started.elapsed() >= budget {
                         stop.store(true, Ordering::Relaxed);
