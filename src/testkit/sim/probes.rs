@@ -52,6 +52,7 @@ pub(super) async fn run(
     wake(world, record, clients).await;
     rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
+        cancelled(world, record, client).await;
         follow(world, record, client).await;
         if guarded {
             quarantine(world, record, client).await;
@@ -593,6 +594,50 @@ async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
                 );
             }
         }
+    }
+}
+
+/// An acquisition cancelled while its `SET`s are on their way leaves
+/// nothing behind: dropping it deletes its keys in the background, each
+/// delete sent behind its node's `SET`, so once the client's calls have
+/// landed no node holds the key, long before its TTL would have ended it.
+async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let resource = format!("probe-cancel-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let late = client.plan.config.node_timeout() / 2;
+    set_links(world, client.index, 0..NODES, LinkMode::Slow(late));
+    let started = tokio::time::Instant::now();
+    let lock = client.redlock.lock(resource.as_str(), ttl);
+    let got = tokio::time::timeout(late / 4, lock).await;
+    set_links(world, client.index, 0..NODES, LinkMode::Pass);
+    if let Ok(got) = got {
+        if let Ok(guard) = got {
+            let _ = guard.release().await;
+        }
+        return;
+    }
+    settle(world, client).await;
+    // Checked only while the key's TTL would still keep it.
+    if started.elapsed() + Duration::from_millis(1) >= ttl {
+        return;
+    }
+    let left: Vec<usize> = {
+        let world = world::lock(world);
+        let now = world.elapsed();
+        (0..world.node_count())
+            .filter(|&n| world.server(n).value(now, &world.stored_key(n, &key)).is_some())
+            .collect()
+    };
+    if !left.is_empty() {
+        violation(
+            record,
+            client,
+            &format!(
+                "a lock() of {resource} cancelled while its SETs were on their way left the key \
+                 on nodes {left:?} after its calls had landed"
+            ),
+        );
     }
 }
 
