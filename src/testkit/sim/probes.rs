@@ -53,6 +53,7 @@ pub(super) async fn run(
     rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
+        forgotten(world, record, client).await;
         follow(world, record, client).await;
         if guarded {
             quarantine(world, record, client).await;
@@ -626,7 +627,12 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
         let world = world::lock(world);
         let now = world.elapsed();
         (0..world.node_count())
-            .filter(|&n| world.server(n).value(now, &world.stored_key(n, &key)).is_some())
+            .filter(|&n| {
+                world
+                    .server(n)
+                    .value(now, &world.stored_key(n, &key))
+                    .is_some()
+            })
             .collect()
     };
     if !left.is_empty() {
@@ -636,6 +642,60 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
             &format!(
                 "a lock() of {resource} cancelled while its SETs were on their way left the key \
                  on nodes {left:?} after its calls had landed"
+            ),
+        );
+    }
+}
+
+/// A release decided by the quick nodes still deletes the key on a slow
+/// node that had forgotten the delete script: the round's calls still in
+/// flight are finished in the background, `NOSCRIPT`, `SCRIPT LOAD` and
+/// the second call included (four trips of an eighth of a node timeout).
+/// The node's other scripts are put back afterwards, for the probes after.
+async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    if client.redlock.quorum() >= NODES {
+        return;
+    }
+    let resource = format!("probe-forgotten-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let started = tokio::time::Instant::now();
+    let Ok(guard) = client.redlock.lock(resource.as_str(), ttl).await else {
+        return;
+    };
+    let value = guard.value().to_owned();
+    drain(world, client).await;
+    let slow = NODES - 1;
+    let known = {
+        let mut world = world::lock(world);
+        let now = world.elapsed();
+        let known = world.server(slow).scripts_known();
+        let flush = [b"SCRIPT".to_vec(), b"FLUSH".to_vec()];
+        world.server_mut(slow).execute(now, &flush);
+        known
+    };
+    let by = client.plan.config.node_timeout() / 8;
+    set_links(
+        world,
+        client.index,
+        std::iter::once(slow),
+        LinkMode::Slow(by),
+    );
+    let released = guard.release().await;
+    set_links(world, client.index, std::iter::once(slow), LinkMode::Pass);
+    settle(world, client).await;
+    world::lock(world).server_mut(slow).know_scripts(&known);
+    // Checked only while the key's TTL would still keep it.
+    if released.is_err() || started.elapsed() + Duration::from_millis(1) >= ttl {
+        return;
+    }
+    if nodes_holding(world, &key, &value).contains(&slow) {
+        violation(
+            record,
+            client,
+            &format!(
+                "a release of {resource}, granted by the quick nodes, left the key on node \
+                 {slow}, a slow node that had forgotten the delete script"
             ),
         );
     }

@@ -426,6 +426,19 @@ impl SimNode {
         lock(&self.core).scripts.contains(&sha.to_ascii_lowercase())
     }
 
+    /// The SHA1s (hex) of the scripts the script cache holds.
+    pub fn scripts_known(&self) -> Vec<String> {
+        lock(&self.core).scripts.iter().cloned().collect()
+    }
+
+    /// Puts scripts back in the cache by SHA1 (as [`scripts_known`]
+    /// gave them): a probe that flushed the cache undoes it.
+    ///
+    /// [`scripts_known`]: Self::scripts_known
+    pub fn know_scripts(&mut self, shas: &[String]) {
+        lock(&self.core).scripts.extend(shas.iter().cloned());
+    }
+
     /// The live process's `run_id` (`INFO server`).
     pub fn run_id(&self) -> &str {
         &self.run_id
