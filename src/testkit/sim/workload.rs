@@ -438,6 +438,18 @@ impl Client {
         if self.plan.config.fencing() && !reentrant {
             self.check_tokens(guard);
         }
+        // A grant leaves more validity than min_validity (the guard comes
+        // back at the instant its validity was computed).
+        let floor = self.plan.config.min_validity();
+        if !reentrant && guard.remaining() <= floor {
+            record(&self.record).violation(format!(
+                "granted with {:?} of validity left, not more than min_validity ({floor:?}): {} \
+                 by client {}",
+                guard.remaining(),
+                guard.resource(),
+                self.index
+            ));
+        }
         let live = Live {
             keys,
             value: if reentrant {
