@@ -54,6 +54,7 @@ pub(super) async fn run(
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
         forgotten(world, record, client).await;
+        lowered(world, record, client).await;
         follow(world, record, client).await;
         if guarded {
             quarantine(world, record, client).await;
@@ -699,6 +700,54 @@ async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
             ),
         );
     }
+}
+
+/// An extension to a shorter TTL that fails leaves the deadline lowered
+/// (some nodes may hold the shorter TTL), and the watchdog of the
+/// auto-extended guard hears of it: it extends before that deadline, not
+/// at the time the old one had set. Each way the extension's calls are a
+/// node timeout slow, so it fails on timeouts (not refusals).
+async fn lowered(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let config = &client.plan.config;
+    let timeout = config.node_timeout();
+    let ttl = client.plan.max_ttl;
+    let short = timeout * 2 + Duration::from_millis(50);
+    let left = |t: Duration| t.saturating_sub(config.drift_for(t));
+    // The old deadline's extension time must come well after the lowered
+    // deadline, itself well after the failed round.
+    let lead = ttl.mul_f64(config.extend_at());
+    if short >= ttl || left(ttl).saturating_sub(lead) < left(short) + Duration::from_millis(20) {
+        return;
+    }
+    let resource = format!("probe-lowered-{}", client.index);
+    let Ok(mut guard) = client.redlock.lock(resource.as_str(), ttl).await else {
+        return;
+    };
+    guard.auto_extend();
+    // The watchdog reads the deadline and goes to sleep first.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    set_links(world, client.index, 0..NODES, LinkMode::Slow(timeout));
+    let extended = guard.extend(short).await;
+    set_links(world, client.index, 0..NODES, LinkMode::Pass);
+    let lowered_to = guard.valid_until();
+    if extended.is_ok() || guard.remaining().is_zero() {
+        let _ = guard.release().await;
+        return;
+    }
+    tokio::time::sleep_until(lowered_to + Duration::from_millis(5)).await;
+    if guard.remaining().is_zero() {
+        violation(
+            record,
+            client,
+            &format!(
+                "an auto-extended {resource}, after a failed extension to {short:?} (node \
+                 timeout {timeout:?}), ran out at its lowered deadline: its watchdog slept on \
+                 towards the extension time the old deadline had set"
+            ),
+        );
+    }
+    let _ = guard.release().await;
+    settle(world, client).await;
 }
 
 /// Sets `key` to `value` on every node that is up; returns those nodes.
