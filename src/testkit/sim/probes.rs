@@ -53,7 +53,9 @@ pub(super) async fn run(
     rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
-        forgotten(world, record, client).await;
+        // Its NOSCRIPT back within the round's deadline, then after it.
+        forgotten(world, record, client, 0.125).await;
+        forgotten(world, record, client, 0.7).await;
         lowered(world, record, client).await;
         follow(world, record, client).await;
         if guarded {
@@ -648,12 +650,14 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
     }
 }
 
-/// A release decided by the quick nodes still deletes the key on a slow
-/// node that had forgotten the delete script: the round's calls still in
-/// flight are finished in the background, `NOSCRIPT`, `SCRIPT LOAD` and
-/// the second call included (four trips of an eighth of a node timeout).
-/// The node's other scripts are put back afterwards, for the probes after.
-async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+/// A release decided by the quick nodes still deletes the key on a node
+/// that had forgotten the delete script and is `slow` node timeouts slow
+/// each way: the round's calls still in flight are finished in the
+/// background, and a delete is kept past the round's deadline, so a
+/// `NOSCRIPT` that comes back within two node timeouts is answered with
+/// `SCRIPT LOAD` and the second call. The node's other scripts are put
+/// back afterwards, for the probes after.
+async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client, slow: f64) {
     if client.redlock.quorum() >= NODES {
         return;
     }
@@ -665,38 +669,48 @@ async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
         return;
     };
     let value = guard.value().to_owned();
+    // Every call of the acquisition over (a fenced one's write-back
+    // included), so that the delete is sent at once, not chained with a
+    // node timeout of its own.
     drain(world, client).await;
-    let slow = NODES - 1;
+    tokio::time::sleep(client.plan.config.node_timeout() * 2).await;
+    let node = NODES - 1;
     let known = {
         let mut world = world::lock(world);
         let now = world.elapsed();
-        let known = world.server(slow).scripts_known();
+        let known = world.server(node).scripts_known();
         let flush = [b"SCRIPT".to_vec(), b"FLUSH".to_vec()];
-        world.server_mut(slow).execute(now, &flush);
+        world.server_mut(node).execute(now, &flush);
         known
     };
-    let by = client.plan.config.node_timeout() / 8;
+    let by = client.plan.config.node_timeout().mul_f64(slow);
     set_links(
         world,
         client.index,
-        std::iter::once(slow),
+        std::iter::once(node),
         LinkMode::Slow(by),
     );
     let released = guard.release().await;
-    set_links(world, client.index, std::iter::once(slow), LinkMode::Pass);
-    settle(world, client).await;
-    world::lock(world).server_mut(slow).know_scripts(&known);
+    // Slow until every call has landed: a NOSCRIPT read by twice the node
+    // timeout starts a reload bounded by twice the node timeout more, whose
+    // second delete then takes one trip.
+    let timeout = client.plan.config.node_timeout();
+    tokio::time::sleep(timeout * 4 + by + Duration::from_millis(10)).await;
+    set_links(world, client.index, std::iter::once(node), LinkMode::Pass);
+    drain(world, client).await;
+    world::lock(world).server_mut(node).know_scripts(&known);
     // Checked only while the key's TTL would still keep it.
     if released.is_err() || started.elapsed() + Duration::from_millis(1) >= ttl {
         return;
     }
-    if nodes_holding(world, &key, &value).contains(&slow) {
+    if nodes_holding(world, &key, &value).contains(&node) {
         violation(
             record,
             client,
             &format!(
                 "a release of {resource}, granted by the quick nodes, left the key on node \
-                 {slow}, a slow node that had forgotten the delete script"
+                 {node}, which had forgotten the delete script and was {by:?} slow each way \
+                 (node timeout {timeout:?})"
             ),
         );
     }
