@@ -254,6 +254,32 @@ pub(crate) fn early_timeout(
     })
 }
 
+/// A round that more than N − `quorum` nodes answered no (refused,
+/// failed, quarantined) can no longer be granted: it is decided then, and
+/// the nodes still busy are reported pending, never timed out. `None`
+/// when the report agrees.
+pub(crate) fn late_refusal(attempts: &Attempts, quorum: usize) -> Option<String> {
+    let nodes = attempts.nodes();
+    let said_no = (nodes.iter())
+        .filter(|n| {
+            matches!(
+                n.outcome(),
+                NodeOutcome::Refused | NodeOutcome::Failed(_) | NodeOutcome::Quarantined { .. }
+            )
+        })
+        .count();
+    let timed_out = (nodes.iter())
+        .filter(|n| *n.outcome() == NodeOutcome::TimedOut)
+        .count();
+    let most = nodes.len().saturating_sub(quorum);
+    (said_no > most && timed_out > 0).then(|| {
+        format!(
+            "{said_no} node(s) answered no, more than the {most} a quorum of {quorum} allows, yet \
+             the round waited for {timed_out} node(s) to time out"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,7 +310,7 @@ mod tests {
             NodeOutcome::Refused,
             NodeOutcome::Refused,
             NodeOutcome::Refused,
-            NodeOutcome::TimedOut,
+            NodeOutcome::Pending,
         ]
     }
 
@@ -319,7 +345,9 @@ mod tests {
 
     #[test]
     fn a_timeout_reported_before_one_node_timeout_is_seen() {
-        let failed = report(mixed(), 1);
+        let mut waited = mixed();
+        waited[4] = NodeOutcome::TimedOut;
+        let failed = report(waited, 1);
         let timeout = Duration::from_millis(100);
         assert!(early_timeout(&failed, Duration::from_millis(20), timeout).is_some());
         assert_eq!(early_timeout(&failed, timeout, timeout), None);
@@ -328,6 +356,17 @@ mod tests {
             early_timeout(&answered, Duration::from_millis(20), timeout),
             None
         );
+    }
+
+    #[test]
+    fn a_round_that_waited_out_a_timeout_after_its_refusals_is_seen() {
+        assert_eq!(late_refusal(&report(mixed(), 1), 3), None);
+        let mut waited = mixed();
+        waited[4] = NodeOutcome::TimedOut;
+        assert!(late_refusal(&report(waited.clone(), 1), 3).is_some());
+        // Two refusals leave a quorum of 3 possible: the timeout decided.
+        waited[3] = NodeOutcome::TimedOut;
+        assert_eq!(late_refusal(&report(waited, 1), 3), None);
     }
 
     #[test]

@@ -590,6 +590,12 @@ impl Client {
                 self.index
             ));
         }
+        if let Some(wrong) = report::late_refusal(attempts, self.redlock.quorum()) {
+            record(&self.record).violation(format!(
+                "report: client {}'s {call:?} on {resource} invoked at {invoked:?}: {wrong}",
+                self.index
+            ));
+        }
         self.check_pacing(attempts, call, invoked);
         describe(e)
     }
