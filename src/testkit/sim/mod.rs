@@ -51,6 +51,7 @@ mod reasons;
 mod report;
 mod rng;
 mod run;
+mod traced;
 mod workload;
 pub mod world;
 

@@ -250,6 +250,8 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let others = (0..NODES).filter(|&n| n != lost);
     let late = client.plan.config.node_timeout().mul_f64(0.3);
     set_links(world, client.index, others.clone(), LinkMode::Slow(late));
+    let refused = "not re-seeded: another owner holds the key";
+    let warned = super::traced::warnings(refused);
     let extended = guard.extend(ttl).await;
     set_links(world, client.index, others, LinkMode::Pass);
     let back = {
@@ -268,6 +270,10 @@ async fn reseed(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         (Ok(()), false) if back.is_some() => {
             Some("with re-seeding off created the key on a node that had lost it".into())
         }
+        // Re-seeded, and logged as refused by another owner.
+        (Ok(()), true) if super::traced::warnings(refused) > warned => Some(format!(
+            "put the key back on node {lost} and warned {refused:?}"
+        )),
         _ => None,
     };
     if let Some(wrong) = wrong {

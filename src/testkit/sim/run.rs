@@ -107,8 +107,11 @@ pub fn run(plan: &Plan) -> Report {
     };
     let _seeded = crate::rng::seeded::install(plan.seed ^ 0x6c69_6272_6172_7900);
     let _control = plan.control.map(crate::controls::install);
+    let traced = std::sync::Arc::new(super::traced::Traced::default());
+    let dispatch = tracing::Dispatch::new(std::sync::Arc::clone(&traced));
+    let _traced = tracing::dispatcher::set_default(&dispatch);
     #[cfg(feature = "metrics")]
-    {
+    let mut report = {
         let counts = super::metered::Counts::default();
         let mut report = metrics::with_local_recorder(&counts, || runtime.block_on(schedule(plan)));
         let ended = std::mem::take(&mut report.ended);
@@ -116,9 +119,12 @@ pub fn run(plan: &Plan) -> Report {
             .violations
             .extend(super::metered::check(&counts, &ended));
         report
-    }
+    };
     #[cfg(not(feature = "metrics"))]
-    runtime.block_on(schedule(plan))
+    let mut report = runtime.block_on(schedule(plan));
+    drop(runtime);
+    report.violations.extend(traced.take().violations);
+    report
 }
 
 async fn schedule(plan: &Plan) -> Report {
