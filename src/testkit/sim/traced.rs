@@ -1,9 +1,10 @@
 //! What the library writes to `tracing` during a schedule, read as its
 //! docs say: an operation's span names its failure (`error.type`) exactly
-//! when its outcome is one, a success counts a quorum of votes, and no
-//! warning says a clean-up was left to the TTL for want of a runtime (a
-//! schedule always runs in one). Installed per run on the run's thread;
-//! only the lock's spans and warnings reach it.
+//! when its outcome is one, a success (or a grant too late: validity
+//! exhausted) counts a quorum of votes, and no warning says a clean-up
+//! was left to the TTL for want of a runtime (a schedule always runs in
+//! one). Installed per run on the run's thread; only the lock's spans and
+//! warnings reach it.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -14,6 +15,7 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_core::span::Current;
 
 /// The outcomes of the operations that succeeded.
 const SUCCESS: [&str; 4] = ["acquired", "extended", "released", "ok"];
@@ -21,6 +23,7 @@ const SUCCESS: [&str; 4] = ["acquired", "extended", "released", "ok"];
 /// The fields of one span that the checks read.
 #[derive(Debug, Default)]
 struct Fields {
+    meta: Option<&'static Metadata<'static>>,
     name: &'static str,
     quorum: Option<u64>,
     granted: Option<u64>,
@@ -71,7 +74,9 @@ impl Fields {
                 self.name, self.error_type
             ));
         }
-        match (success, self.granted, self.quorum) {
+        // A success, or a grant that came too late, took a quorum's votes.
+        let granted = success || outcome == "validity_exhausted";
+        match (granted, self.granted, self.quorum) {
             (true, Some(granted), Some(quorum)) if granted < quorum => Some(format!(
                 "span {} ended {outcome:?} with {granted} vote(s) granted, below its quorum of \
                  {quorum}",
@@ -88,6 +93,8 @@ pub(crate) struct Traced {
     next: AtomicU64,
     /// Open spans by id: references and fields.
     spans: Mutex<HashMap<u64, (usize, Fields)>>,
+    /// The spans entered, innermost last (a run has one thread).
+    entered: Mutex<Vec<u64>>,
     found: Mutex<Found>,
 }
 
@@ -143,6 +150,7 @@ impl Subscriber for Traced {
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let mut fields = Fields {
+            meta: Some(attrs.metadata()),
             name: attrs.metadata().name(),
             ..Fields::default()
         };
@@ -174,9 +182,31 @@ impl Subscriber for Traced {
         found.warnings.push(message);
     }
 
-    fn enter(&self, _span: &Id) {}
+    fn enter(&self, span: &Id) {
+        let mut entered = self.entered.lock().unwrap_or_else(PoisonError::into_inner);
+        entered.push(span.into_u64());
+    }
 
-    fn exit(&self, _span: &Id) {}
+    fn exit(&self, span: &Id) {
+        let mut entered = self.entered.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = entered.iter().rposition(|id| *id == span.into_u64()) {
+            entered.remove(at);
+        }
+    }
+
+    /// The innermost span entered: `Span::current()` (the library records
+    /// a round's votes on it).
+    fn current_span(&self) -> Current {
+        let entered = self.entered.lock().unwrap_or_else(PoisonError::into_inner);
+        let spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        let top = entered
+            .last()
+            .and_then(|id| Some((*id, spans.get(id)?.1.meta?)));
+        match top {
+            Some((id, meta)) => Current::new(Id::from_u64(id), meta),
+            None => Current::none(),
+        }
+    }
 
     fn clone_span(&self, id: &Id) -> Id {
         let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
@@ -212,6 +242,7 @@ mod tests {
 
     fn ended(outcome: &str, error_type: Option<&str>, granted: u64) -> Fields {
         Fields {
+            meta: None,
             name: "redquorum.release",
             quorum: Some(3),
             granted: Some(granted),
@@ -233,5 +264,8 @@ mod tests {
         assert!(ended("released", Some("released"), 3).wrong().is_some());
         assert!(ended("expired", None, 0).wrong().is_some());
         assert!(ended("released", None, 0).wrong().is_some());
+        let late = Some("validity_exhausted");
+        assert_eq!(ended("validity_exhausted", late, 3).wrong(), None);
+        assert!(ended("validity_exhausted", late, 2).wrong().is_some());
     }
 }
