@@ -53,6 +53,7 @@ pub(super) async fn run(
     rewake(world, record, clients).await;
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
+        dropped(world, record, client).await;
         // Its NOSCRIPT back within the round's deadline, then after it.
         forgotten(world, record, client, 0.125).await;
         forgotten(world, record, client, 0.7).await;
@@ -651,6 +652,37 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
             &format!(
                 "a lock() of {resource} cancelled while its SETs were on their way left the key \
                  on nodes {left:?} after its calls had landed"
+            ),
+        );
+    }
+}
+
+/// A guard dropped without a release releases its lock in the background:
+/// once the client's calls have landed, no node holds the key, long before
+/// its TTL would have ended it.
+async fn dropped(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let resource = format!("probe-dropped-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let started = tokio::time::Instant::now();
+    let Ok(guard) = client.redlock.lock(resource.as_str(), ttl).await else {
+        return;
+    };
+    let value = guard.value().to_owned();
+    drop(guard);
+    settle(world, client).await;
+    // Checked only while the key's TTL would still keep it.
+    if started.elapsed() + Duration::from_millis(1) >= ttl {
+        return;
+    }
+    let left = nodes_holding(world, &key, &value);
+    if !left.is_empty() {
+        violation(
+            record,
+            client,
+            &format!(
+                "a guard of {resource} dropped without a release left the key on nodes {left:?} \
+                 after its calls had landed"
             ),
         );
     }

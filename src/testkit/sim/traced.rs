@@ -1,10 +1,10 @@
 //! What the library writes to `tracing` during a schedule, read as its
-//! docs say: an operation's span names its failure (`error.type`) exactly
-//! when its outcome is one, a success (or a grant too late: validity
-//! exhausted) counts a quorum of votes, and no warning says a clean-up
-//! was left to the TTL for want of a runtime (a schedule always runs in
-//! one). Installed per run on the run's thread; only the lock's spans and
-//! warnings reach it.
+//! docs say: an operation's span ends with one of its documented outcomes
+//! and names its failure (`error.type`) exactly when the outcome is one; a
+//! success (or a grant too late: validity exhausted) counts a quorum of
+//! votes; and no warning says a clean-up was left to the TTL for want of a
+//! runtime (a schedule always runs in one). Installed per run on the run's
+//! thread; only the lock's spans and warnings reach it.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -19,6 +19,21 @@ use tracing_core::span::Current;
 
 /// The outcomes of the operations that succeeded.
 const SUCCESS: [&str; 4] = ["acquired", "extended", "released", "ok"];
+
+/// The outcomes of the operations that failed, as the spans document them
+/// (an attempt's `Reason`, an extension's and a release's ends, the
+/// start-up checks').
+const FAILURE: [&str; 9] = [
+    "misconfigured",
+    "unavailable",
+    "validity_exhausted",
+    "contended",
+    "gone",
+    "expired",
+    "not_confirmed",
+    "unconfirmed",
+    "problems",
+];
 
 /// The fields of one span that the checks read.
 #[derive(Debug, Default)]
@@ -68,6 +83,12 @@ impl Fields {
     fn wrong(&self) -> Option<String> {
         let outcome = self.outcome.as_deref()?;
         let success = SUCCESS.contains(&outcome);
+        if !success && !FAILURE.contains(&outcome) {
+            return Some(format!(
+                "span {} ended {outcome:?}, not a documented outcome",
+                self.name
+            ));
+        }
         if success == self.error_type.is_some() {
             return Some(format!(
                 "span {} ended {outcome:?} with error.type {:?}",
@@ -264,6 +285,7 @@ mod tests {
         assert!(ended("released", Some("released"), 3).wrong().is_some());
         assert!(ended("expired", None, 0).wrong().is_some());
         assert!(ended("released", None, 0).wrong().is_some());
+        assert!(ended("", Some(""), 3).wrong().is_some());
         let late = Some("validity_exhausted");
         assert_eq!(ended("validity_exhausted", late, 3).wrong(), None);
         assert!(ended("validity_exhausted", late, 2).wrong().is_some());
