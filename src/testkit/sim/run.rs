@@ -276,6 +276,19 @@ async fn schedule(plan: &Plan) -> Report {
         check_tagged(&world, &record);
     }
     final_phase(&world, &record, &built, &mut root.fork(3), guarded).await;
+    // Every client has attempted an acquisition by now (the final phase
+    // locks on healed nodes), so each ran its start-up checks; the nodes
+    // run without persistence, which a client warns of unless it runs the
+    // restart guard without fencing.
+    let warns = built
+        .iter()
+        .any(|c| c.plan.config.restart_guard().is_none() || c.plan.config.fencing());
+    if warns && super::traced::warnings("redquorum start-up check") == 0 {
+        record::violation(
+            &record,
+            "start-up checks: no warning of nodes without persistence".to_owned(),
+        );
+    }
     let tasks_after = tokio::runtime::Handle::current()
         .metrics()
         .num_alive_tasks();
