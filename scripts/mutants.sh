@@ -53,6 +53,6 @@ if [ -n "${MUTANTS_SHARD:-}" ]; then
   args+=(--shard "$MUTANTS_SHARD" --sharding round-robin)
 fi
 # Only the simulation is built and run for each mutant (not every test
-# target).
-cargo mutants "${args[@]}" --features sim --profile mutants --timeout-multiplier 3 \
+# target), with metrics on: the simulation checks what they count.
+cargo mutants "${args[@]}" --features sim,metrics --profile mutants --timeout-multiplier 3 \
   --jobs 1 --shuffle --cargo-arg=--test --cargo-arg=sim

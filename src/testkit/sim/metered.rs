@@ -1,6 +1,7 @@
 //! The metrics a run records (feature `metrics`), counted by name and
 //! `outcome` label, for the check that every hold the workload ended is
-//! recorded under the outcome its call returned.
+//! recorded under the outcome its call returned, and every hold it found
+//! lost is counted lost.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -92,21 +93,32 @@ impl Recorder for Counts {
 
 /// Whether [`check`] reads the metric of `key`.
 fn checked(key: &Key) -> bool {
-    key.name() == crate::metrics::HOLD_DURATION
+    key.name() == crate::metrics::HOLD_DURATION || key.name() == crate::metrics::LOST
 }
 
 /// The holds the workload ended, by the outcome its call gave (`ended`),
-/// each recorded at least that often under that outcome.
+/// each recorded at least that often under that outcome; and the holds it
+/// found lost (`lost` in `ended`) counted at least that often in
+/// `redquorum.lock.lost` (which also counts the losses of holds the
+/// workload does not track).
 pub(crate) fn check(counts: &Counts, ended: &BTreeMap<&'static str, u64>) -> Vec<String> {
     ended
         .iter()
         .filter_map(|(&outcome, &seen)| {
-            let recorded = counts.get(crate::metrics::HOLD_DURATION, outcome);
+            let (name, label) = match outcome {
+                "lost" => (crate::metrics::LOST, ""),
+                outcome => (crate::metrics::HOLD_DURATION, outcome),
+            };
+            let recorded = counts.get(name, label);
             (recorded < seen).then(|| {
                 format!(
-                    "metrics: {seen} hold(s) ended {outcome:?} by the workload's calls, {recorded} \
-                     recorded under {} with that outcome",
-                    crate::metrics::HOLD_DURATION
+                    "metrics: {seen} hold(s) ended {outcome:?} by the workload's calls or found \
+                     so, {recorded} recorded under {name}{}",
+                    if label.is_empty() {
+                        ""
+                    } else {
+                        " with that outcome"
+                    }
                 )
             })
         })

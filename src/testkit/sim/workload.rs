@@ -337,6 +337,11 @@ impl Client {
         }
         let end = self.now().min(self.virtual_of(guard.valid_until()));
         self.finish(live, &guard, holder, start, end);
+        // Ended before its call: lost (an extension or the watchdog found
+        // it gone), which counts in `redquorum.lock.lost`.
+        if !REENTRANT.contains(&guard.resource()) && guard.status_watch().borrow().ended {
+            *record(&self.record).ended.entry("lost").or_default() += 1;
+        }
         if rng.chance(0.8) {
             let invoked = self.now();
             let before = self.before_call(&guard, Duration::ZERO);
