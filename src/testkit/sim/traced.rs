@@ -116,6 +116,8 @@ pub(crate) struct Traced {
     spans: Mutex<HashMap<u64, (usize, Fields)>>,
     /// The spans entered, innermost last (a run has one thread).
     entered: Mutex<Vec<u64>>,
+    /// The outcome of the last extension span that ended.
+    extended: Mutex<Option<String>>,
     found: Mutex<Found>,
 }
 
@@ -147,6 +149,19 @@ impl Traced {
         let found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
         found.warnings.iter().filter(|w| w.contains(text)).count()
     }
+}
+
+/// The outcome of the last extension span that ended on this thread's
+/// run: an explicit extension's, right after the call returned.
+pub(crate) fn last_extension() -> Option<String> {
+    tracing::dispatcher::get_default(|d| {
+        let traced = d.downcast_ref::<Traced>()?;
+        let last = traced
+            .extended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        last.clone()
+    })
 }
 
 /// How many warnings of the run on this thread so far contain `text`
@@ -249,6 +264,10 @@ impl Subscriber for Traced {
             }
             spans.remove(&id.into_u64())
         };
+        if let Some((_, fields)) = ended.as_ref().filter(|(_, f)| f.name == "redquorum.extend") {
+            let mut last = self.extended.lock().unwrap_or_else(PoisonError::into_inner);
+            last.clone_from(&fields.outcome);
+        }
         if let Some(wrong) = ended.and_then(|(_, fields)| fields.wrong()) {
             let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
             found.violations.push(format!("tracing: {wrong}"));

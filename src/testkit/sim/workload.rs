@@ -324,8 +324,20 @@ impl Client {
                 // An extension may first wait for the watchdog's round.
                 let wait = self.plan.config.node_timeout() * 3 + Duration::from_millis(20);
                 let before = self.before_call(&guard, wait);
+                let ran_out = guard.remaining().is_zero() && !guard.status_watch().borrow().ended;
                 let extended = guard.extend(ttl).await;
                 self.check_gone(before, &extended, "extend");
+                // Out of validity as it was called: refused at once, and
+                // its span says so ("gone" is for a hold that ended).
+                let label = super::traced::last_extension();
+                if ran_out && label.as_deref() != Some("expired") {
+                    record(&self.record).violation(format!(
+                        "tracing: client {}'s extension of {}, called with no validity left, \
+                         ended its span {label:?}, not \"expired\"",
+                        self.index,
+                        guard.resource()
+                    ));
+                }
                 let result = extended.as_ref().map_or_else(
                     |e| self.describe(e, (Call::Extend, guard.resource()), invoked),
                     |()| "ok".to_owned(),
