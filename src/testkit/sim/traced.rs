@@ -116,8 +116,9 @@ pub(crate) struct Traced {
     spans: Mutex<HashMap<u64, (usize, Fields)>>,
     /// The spans entered, innermost last (a run has one thread).
     entered: Mutex<Vec<u64>>,
-    /// The outcome of the last extension span that ended.
-    extended: Mutex<Option<String>>,
+    /// How many extension spans have recorded their outcome, and the
+    /// last one's.
+    extended: Mutex<(u64, Option<String>)>,
     found: Mutex<Found>,
 }
 
@@ -151,11 +152,14 @@ impl Traced {
     }
 }
 
-/// The outcome of the last extension span that ended on this thread's
-/// run: an explicit extension's, right after the call returned.
-pub(crate) fn last_extension() -> Option<String> {
+/// How many extension spans have recorded their outcome on this thread's
+/// run, and the last one's: read before and right after an explicit
+/// extension, whether it ran a round and how that round ended.
+pub(crate) fn last_extension() -> (u64, Option<String>) {
     tracing::dispatcher::get_default(|d| {
-        let traced = d.downcast_ref::<Traced>()?;
+        let Some(traced) = d.downcast_ref::<Traced>() else {
+            return (0, None);
+        };
         let last = traced
             .extended
             .lock()
@@ -198,8 +202,19 @@ impl Subscriber for Traced {
 
     fn record(&self, span: &Id, values: &Record<'_>) {
         let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, fields)) = spans.get_mut(&span.into_u64()) {
-            values.record(fields);
+        let Some((_, fields)) = spans.get_mut(&span.into_u64()) else {
+            return;
+        };
+        values.record(fields);
+        // An extension's outcome, as it is recorded: its span may close
+        // later (its calls left in flight keep it open).
+        let outcome = (fields.meta)
+            .and_then(|meta| meta.fields().field("redquorum.outcome"))
+            .filter(|field| fields.name == "redquorum.extend" && values.contains(field));
+        if outcome.is_some() {
+            let mut last = self.extended.lock().unwrap_or_else(PoisonError::into_inner);
+            last.0 += 1;
+            last.1.clone_from(&fields.outcome);
         }
     }
 
@@ -264,10 +279,6 @@ impl Subscriber for Traced {
             }
             spans.remove(&id.into_u64())
         };
-        if let Some((_, fields)) = ended.as_ref().filter(|(_, f)| f.name == "redquorum.extend") {
-            let mut last = self.extended.lock().unwrap_or_else(PoisonError::into_inner);
-            last.clone_from(&fields.outcome);
-        }
         if let Some(wrong) = ended.and_then(|(_, fields)| fields.wrong()) {
             let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
             found.violations.push(format!("tracing: {wrong}"));

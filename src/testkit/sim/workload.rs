@@ -324,20 +324,10 @@ impl Client {
                 // An extension may first wait for the watchdog's round.
                 let wait = self.plan.config.node_timeout() * 3 + Duration::from_millis(20);
                 let before = self.before_call(&guard, wait);
-                let ran_out = guard.remaining().is_zero() && !guard.status_watch().borrow().ended;
+                let spans = super::traced::last_extension().0;
                 let extended = guard.extend(ttl).await;
                 self.check_gone(before, &extended, "extend");
-                // Out of validity as it was called: refused at once, and
-                // its span says so ("gone" is for a hold that ended).
-                let label = super::traced::last_extension();
-                if ran_out && label.as_deref() != Some("expired") {
-                    record(&self.record).violation(format!(
-                        "tracing: client {}'s extension of {}, called with no validity left, \
-                         ended its span {label:?}, not \"expired\"",
-                        self.index,
-                        guard.resource()
-                    ));
-                }
+                self.check_expired_label(&guard, &extended, spans);
                 let result = extended.as_ref().map_or_else(
                     |e| self.describe(e, (Call::Extend, guard.resource()), invoked),
                     |()| "ok".to_owned(),
@@ -438,6 +428,32 @@ impl Client {
             str::to_owned,
         );
         self.log(op, resource, invoked, &result);
+    }
+
+    /// An extension that returned `Expired` from a round (an extension
+    /// span's outcome recorded since `spans` were) ended its span `gone` when the hold
+    /// had ended (lost in that round or before), else `expired` (no
+    /// validity left): read right after the call returned.
+    fn check_expired_label(&self, guard: &LockGuard, extended: &crate::Result<()>, spans: u64) {
+        let (ended, label) = super::traced::last_extension();
+        // A reentrant hold's guard answers for the shared hold: not read.
+        let reentrant = REENTRANT.contains(&guard.resource());
+        if reentrant || !matches!(extended, Err(Error::Expired)) || ended == spans {
+            return;
+        }
+        let expected = if guard.status_watch().borrow().ended {
+            "gone"
+        } else {
+            "expired"
+        };
+        if label.as_deref() != Some(expected) {
+            record(&self.record).violation(format!(
+                "tracing: client {}'s extension of {} returned Expired and ended its span \
+                 {label:?}, not {expected:?}",
+                self.index,
+                guard.resource()
+            ));
+        }
     }
 
     fn holder_of(&self, guard: &LockGuard) -> String {
