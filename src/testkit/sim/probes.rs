@@ -54,6 +54,7 @@ pub(super) async fn run(
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
         dropped(world, record, client).await;
+        refused(world, record, client).await;
         // Its NOSCRIPT back within the round's deadline, then after it.
         forgotten(world, record, client, 0.125).await;
         forgotten(world, record, client, 0.7).await;
@@ -578,11 +579,15 @@ async fn quarantine(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client
 }
 
 /// Once every quarantine is served, every node reports itself trusted to
-/// `check_report` and `inspect`.
+/// `check_report` and `inspect`; and the fleet, which announces one
+/// quarantine (the probes run only then), sees no mismatch.
 async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
     for check in client.redlock.check_report().await {
         for problem in check.problems() {
-            if matches!(problem, NodeProblem::Quarantined { .. }) {
+            if matches!(
+                problem,
+                NodeProblem::Quarantined { .. } | NodeProblem::QuarantineMismatch { .. }
+            ) {
                 violation(
                     record,
                     client,
@@ -683,6 +688,48 @@ async fn dropped(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
             &format!(
                 "a guard of {resource} dropped without a release left the key on nodes {left:?} \
                  after its calls had landed"
+            ),
+        );
+    }
+}
+
+/// A `try_lock` refused by a majority cleans up after itself: the nodes
+/// that granted it hold no key of it once the client's calls have landed
+/// (another owner's value is planted on N - quorum + 1 nodes).
+async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let resource = format!("probe-refused-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let foreign = "probe-refused-owner";
+    let holders: Vec<usize> = (0..=NODES - client.redlock.quorum()).collect();
+    plant_on(world, &key, foreign, &holders);
+    let started = tokio::time::Instant::now();
+    if let Ok(guard) = client.redlock.try_lock(resource.as_str(), ttl).await {
+        let _ = guard.release().await;
+        unplant(world, &key);
+        return;
+    }
+    settle(world, client).await;
+    let left: Vec<usize> = {
+        let world = world::lock(world);
+        let now = world.elapsed();
+        (0..world.node_count())
+            .filter(|&n| {
+                let stored = world.server(n).value(now, &world.stored_key(n, &key));
+                stored.is_some_and(|v| v != foreign.as_bytes())
+            })
+            .collect()
+    };
+    unplant(world, &key);
+    // Checked only while the key's TTL would still keep it.
+    if !left.is_empty() && started.elapsed() + Duration::from_millis(1) < ttl {
+        violation(
+            record,
+            client,
+            &format!(
+                "a try_lock of {resource} refused by {} nodes left its key on nodes {left:?} \
+                 after its calls had landed",
+                holders.len()
             ),
         );
     }
