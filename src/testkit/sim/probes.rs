@@ -55,6 +55,8 @@ pub(super) async fn run(
         cancelled(world, record, client).await;
         dropped(world, record, client).await;
         refused(world, record, client).await;
+        found_gone(world, record, client).await;
+        checked(world, record, client).await;
         // Its NOSCRIPT back within the round's deadline, then after it.
         forgotten(world, record, client, 0.125).await;
         forgotten(world, record, client, 0.7).await;
@@ -731,6 +733,50 @@ async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
                  after its calls had landed",
                 holders.len()
             ),
+        );
+    }
+}
+
+/// An extension that finds the key gone from every node marks the lock
+/// lost: `lost()` resolves at once, not at the deadline.
+async fn found_gone(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let resource = format!("probe-gone-{}", client.index);
+    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+    let ttl = client.plan.max_ttl;
+    let Ok(mut guard) = client.redlock.lock(resource.as_str(), ttl).await else {
+        return;
+    };
+    drain(world, client).await;
+    unplant(world, &key);
+    let extended = guard.extend(ttl).await;
+    let lost = futures_util::FutureExt::now_or_never(guard.lost()).is_some();
+    if matches!(extended, Err(Error::Expired)) && !lost {
+        violation(
+            record,
+            client,
+            &format!(
+                "an extension of {resource} found the key gone from every node, yet lost() \
+                 waits ({:?} of validity left)",
+                guard.remaining()
+            ),
+        );
+    }
+    drop(guard);
+    settle(world, client).await;
+}
+
+/// `check()` fails while more than N - quorum nodes cannot be reached.
+async fn checked(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
+    let cut = NODES - client.redlock.quorum() + 1;
+    set_links(world, client.index, 0..cut, LinkMode::Blackhole);
+    let checked = client.redlock.check().await;
+    set_links(world, client.index, 0..cut, LinkMode::Pass);
+    settle(world, client).await;
+    if checked.is_ok() {
+        violation(
+            record,
+            client,
+            &format!("check() passed while {cut} of {NODES} nodes could not be reached"),
         );
     }
 }

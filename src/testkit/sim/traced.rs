@@ -95,6 +95,18 @@ impl Fields {
                 self.name, self.error_type
             ));
         }
+        // An extension granted by a quorum too late is validity_exhausted,
+        // never not_confirmed.
+        if let (Some(granted), Some(quorum)) = (self.granted, self.quorum)
+            && self.name == "redquorum.extend"
+            && outcome == "not_confirmed"
+            && granted >= quorum
+        {
+            return Some(format!(
+                "span {} ended {outcome:?} with {granted} vote(s) granted, a quorum of {quorum}",
+                self.name
+            ));
+        }
         // A success, or a grant that came too late, took a quorum's votes.
         let granted = success || outcome == "validity_exhausted";
         match (granted, self.granted, self.quorum) {
