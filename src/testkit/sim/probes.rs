@@ -620,12 +620,10 @@ async fn trust(record: &Arc<Mutex<Record>>, client: &Client) {
 /// delete sent behind its node's `SET`, so once the client's calls have
 /// landed no node holds the key, long before its TTL would have ended it.
 async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
-    let resource = format!("probe-cancel-{}", client.index);
-    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
-    let ttl = client.plan.max_ttl;
+    let own = Own::new(client, "cancel");
+    let (resource, key, ttl) = (&own.resource, &own.key, own.ttl);
     let late = client.plan.config.node_timeout() / 2;
     set_links(world, client.index, 0..NODES, LinkMode::Slow(late));
-    let started = tokio::time::Instant::now();
     let lock = client.redlock.lock(resource.as_str(), ttl);
     let got = tokio::time::timeout(late / 4, lock).await;
     set_links(world, client.index, 0..NODES, LinkMode::Pass);
@@ -637,7 +635,7 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
     }
     settle(world, client).await;
     // Checked only while the key's TTL would still keep it.
-    if started.elapsed() + Duration::from_millis(1) >= ttl {
+    if !own.kept() {
         return;
     }
     let left: Vec<usize> = {
@@ -647,7 +645,7 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
             .filter(|&n| {
                 world
                     .server(n)
-                    .value(now, &world.stored_key(n, &key))
+                    .value(now, &world.stored_key(n, key))
                     .is_some()
             })
             .collect()
@@ -668,10 +666,8 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
 /// once the client's calls have landed, no node holds the key, long before
 /// its TTL would have ended it.
 async fn dropped(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
-    let resource = format!("probe-dropped-{}", client.index);
-    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
-    let ttl = client.plan.max_ttl;
-    let started = tokio::time::Instant::now();
+    let own = Own::new(client, "dropped");
+    let (resource, key, ttl) = (&own.resource, &own.key, own.ttl);
     let Ok(guard) = client.redlock.lock(resource.as_str(), ttl).await else {
         return;
     };
@@ -679,10 +675,10 @@ async fn dropped(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     drop(guard);
     settle(world, client).await;
     // Checked only while the key's TTL would still keep it.
-    if started.elapsed() + Duration::from_millis(1) >= ttl {
+    if !own.kept() {
         return;
     }
-    let left = nodes_holding(world, &key, &value);
+    let left = nodes_holding(world, key, &value);
     if !left.is_empty() {
         violation(
             record,
@@ -699,16 +695,14 @@ async fn dropped(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
 /// that granted it hold no key of it once the client's calls have landed
 /// (another owner's value is planted on N - quorum + 1 nodes).
 async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
-    let resource = format!("probe-refused-{}", client.index);
-    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
-    let ttl = client.plan.max_ttl;
+    let own = Own::new(client, "refused");
+    let (resource, key, ttl) = (&own.resource, &own.key, own.ttl);
     let foreign = "probe-refused-owner";
     let holders: Vec<usize> = (0..=NODES - client.redlock.quorum()).collect();
-    plant_on(world, &key, foreign, &holders);
-    let started = tokio::time::Instant::now();
+    plant_on(world, key, foreign, &holders);
     if let Ok(guard) = client.redlock.try_lock(resource.as_str(), ttl).await {
         let _ = guard.release().await;
-        unplant(world, &key);
+        unplant(world, key);
         return;
     }
     settle(world, client).await;
@@ -717,14 +711,14 @@ async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         let now = world.elapsed();
         (0..world.node_count())
             .filter(|&n| {
-                let stored = world.server(n).value(now, &world.stored_key(n, &key));
+                let stored = world.server(n).value(now, &world.stored_key(n, key));
                 stored.is_some_and(|v| v != foreign.as_bytes())
             })
             .collect()
     };
-    unplant(world, &key);
+    unplant(world, key);
     // Checked only while the key's TTL would still keep it.
-    if !left.is_empty() && started.elapsed() + Duration::from_millis(1) < ttl {
+    if !left.is_empty() && own.kept() {
         violation(
             record,
             client,
@@ -740,14 +734,13 @@ async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
 /// An extension that finds the key gone from every node marks the lock
 /// lost: `lost()` resolves at once, not at the deadline.
 async fn found_gone(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
-    let resource = format!("probe-gone-{}", client.index);
-    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
-    let ttl = client.plan.max_ttl;
+    let own = Own::new(client, "gone");
+    let (resource, key, ttl) = (&own.resource, &own.key, own.ttl);
     let Ok(mut guard) = client.redlock.lock(resource.as_str(), ttl).await else {
         return;
     };
     drain(world, client).await;
-    unplant(world, &key);
+    unplant(world, key);
     let extended = guard.extend(ttl).await;
     let lost = futures_util::FutureExt::now_or_never(guard.lost()).is_some();
     if matches!(extended, Err(Error::Expired)) && !lost {
@@ -792,10 +785,8 @@ async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client,
     if client.redlock.quorum() >= NODES {
         return;
     }
-    let resource = format!("probe-forgotten-{}", client.index);
-    let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
-    let ttl = client.plan.max_ttl;
-    let started = tokio::time::Instant::now();
+    let own = Own::new(client, "forgotten");
+    let (resource, key, ttl) = (&own.resource, &own.key, own.ttl);
     let Ok(guard) = client.redlock.lock(resource.as_str(), ttl).await else {
         return;
     };
@@ -831,10 +822,10 @@ async fn forgotten(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client,
     drain(world, client).await;
     world::lock(world).server_mut(node).know_scripts(&known);
     // Checked only while the key's TTL would still keep it.
-    if released.is_err() || started.elapsed() + Duration::from_millis(1) >= ttl {
+    if released.is_err() || !own.kept() {
         return;
     }
-    if nodes_holding(world, &key, &value).contains(&node) {
+    if nodes_holding(world, key, &value).contains(&node) {
         violation(
             record,
             client,
@@ -893,6 +884,34 @@ async fn lowered(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     }
     let _ = guard.release().await;
     settle(world, client).await;
+}
+
+/// A probe's own lock: `probe-{name}-{client}`, of the client's longest
+/// TTL, taken from `started`.
+struct Own {
+    resource: String,
+    key: String,
+    ttl: Duration,
+    started: tokio::time::Instant,
+}
+
+impl Own {
+    fn new(client: &Client, name: &str) -> Self {
+        let resource = format!("probe-{name}-{}", client.index);
+        let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
+        Own {
+            resource,
+            key,
+            ttl: client.plan.max_ttl,
+            started: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Whether its key's TTL would still keep it: a key left behind is
+    /// seen only then.
+    fn kept(&self) -> bool {
+        self.started.elapsed() + Duration::from_millis(1) < self.ttl
+    }
 }
 
 /// Sets `key` to `value` on every node that is up; returns those nodes.
