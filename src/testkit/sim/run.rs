@@ -122,6 +122,7 @@ pub fn run(plan: &Plan) -> Report {
     };
     #[cfg(not(feature = "metrics"))]
     let mut report = runtime.block_on(schedule(plan));
+    traced.over();
     drop(runtime);
     report.violations.extend(traced.take().violations);
     report

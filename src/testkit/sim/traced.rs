@@ -128,6 +128,9 @@ pub(crate) struct Traced {
     spans: Mutex<HashMap<u64, (usize, Fields)>>,
     /// The spans entered, innermost last (a run has one thread).
     entered: Mutex<Vec<u64>>,
+    /// Set once the run's workload is over: spans closed from then on
+    /// (tasks dropped with the runtime) may lack an outcome.
+    over: std::sync::atomic::AtomicBool,
     /// How many extension spans have recorded their outcome, and the
     /// last one's.
     extended: Mutex<(u64, Option<String>)>,
@@ -150,6 +153,11 @@ impl Traced {
         } else {
             *meta.level() <= Level::WARN
         }
+    }
+
+    /// The run is over: spans that close from now on may lack an outcome.
+    pub(crate) fn over(&self) {
+        self.over.store(true, Ordering::Relaxed);
     }
 
     /// What the checks found; emptied.
@@ -291,6 +299,18 @@ impl Subscriber for Traced {
             }
             spans.remove(&id.into_u64())
         };
+        // A release is never cancelled by the workload: its span ends
+        // with an outcome (one spawned from Drop may be cut off only by
+        // the run's end).
+        let unfinished = ended.as_ref().is_some_and(|(_, fields)| {
+            fields.name == "redquorum.release" && fields.outcome.is_none()
+        });
+        if unfinished && !self.over.load(Ordering::Relaxed) {
+            let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+            found
+                .violations
+                .push("tracing: span redquorum.release closed without an outcome".to_owned());
+        }
         if let Some(wrong) = ended.and_then(|(_, fields)| fields.wrong()) {
             let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
             found.violations.push(format!("tracing: {wrong}"));
