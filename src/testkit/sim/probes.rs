@@ -638,18 +638,7 @@ async fn cancelled(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client)
     if !own.kept() {
         return;
     }
-    let left: Vec<usize> = {
-        let world = world::lock(world);
-        let now = world.elapsed();
-        (0..world.node_count())
-            .filter(|&n| {
-                world
-                    .server(n)
-                    .value(now, &world.stored_key(n, key))
-                    .is_some()
-            })
-            .collect()
-    };
+    let left = nodes_where(world, key, |stored| stored.is_some());
     if !left.is_empty() {
         violation(
             record,
@@ -706,16 +695,9 @@ async fn refused(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
         return;
     }
     settle(world, client).await;
-    let left: Vec<usize> = {
-        let world = world::lock(world);
-        let now = world.elapsed();
-        (0..world.node_count())
-            .filter(|&n| {
-                let stored = world.server(n).value(now, &world.stored_key(n, key));
-                stored.is_some_and(|v| v != foreign.as_bytes())
-            })
-            .collect()
-    };
+    let left = nodes_where(world, key, |stored| {
+        stored.is_some_and(|v| v != foreign.as_bytes())
+    });
     unplant(world, key);
     // Checked only while the key's TTL would still keep it.
     if !left.is_empty() && own.kept() {
@@ -954,12 +936,22 @@ fn unplant(world: &Shared, key: &str) {
 
 /// The nodes where `key` holds `value`.
 fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+    nodes_where(world, key, |stored| stored == Some(value.as_bytes()))
+}
+
+/// The nodes whose stored value of `key` (`None`: no such key) passes
+/// `test`.
+fn nodes_where(world: &Shared, key: &str, test: impl Fn(Option<&[u8]>) -> bool) -> Vec<usize> {
     let world = world::lock(world);
     let now = world.elapsed();
     (0..world.node_count())
         .filter(|&n| {
-            let stored = world.server(n).value(now, &world.stored_key(n, key));
-            stored.as_deref() == Some(value.as_bytes())
+            test(
+                world
+                    .server(n)
+                    .value(now, &world.stored_key(n, key))
+                    .as_deref(),
+            )
         })
         .collect()
 }
