@@ -38,6 +38,7 @@
 
 mod batch;
 mod checks;
+mod ended;
 pub mod faults;
 mod gone;
 #[cfg(feature = "metrics")]

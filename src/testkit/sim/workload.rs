@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::checks::{Hold, Live, Record, json, record};
+use super::ended::{self, End};
 use super::faults::{Fault, FaultKind, answers};
 use super::gone;
 use super::oracle::{self, Rules};
@@ -344,10 +345,11 @@ impl Client {
         if !REENTRANT.contains(&guard.resource()) && guard.status_watch().borrow().ended {
             *record(&self.record).ended.entry("lost").or_default() += 1;
         }
+        let status = guard.status_watch();
+        let resource = guard.resource().to_owned();
         if rng.chance(0.8) {
             let invoked = self.now();
             let before = self.before_call(&guard, Duration::ZERO);
-            let resource = guard.resource().to_owned();
             let plain = !REENTRANT.contains(&guard.resource());
             let released = guard.release().await;
             let outcome = match &released {
@@ -365,11 +367,13 @@ impl Client {
                 |()| "ok".to_owned(),
             );
             self.log("release", "-", invoked, &result);
+            ended::check(self, &status, &resource, End::Released);
         } else {
             if !REENTRANT.contains(&guard.resource()) {
                 *record(&self.record).ended.entry("dropped").or_default() += 1;
             }
             drop(guard);
+            ended::check(self, &status, &resource, End::Dropped);
         }
     }
 
