@@ -41,6 +41,7 @@ mod checks;
 mod ended;
 pub mod faults;
 mod gone;
+mod late_vote;
 #[cfg(feature = "metrics")]
 mod metered;
 mod net;

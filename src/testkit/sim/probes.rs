@@ -51,6 +51,9 @@ pub(super) async fn run(
     }
     wake(world, record, clients).await;
     rewake(world, record, clients).await;
+    if let Some(client) = clients.iter().find(|c| !c.plan.config.fencing()) {
+        super::late_vote::late_vote(world, record, client).await;
+    }
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
         dropped(world, record, client).await;
@@ -870,15 +873,15 @@ async fn lowered(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
 
 /// A probe's own lock: `probe-{name}-{client}`, of the client's longest
 /// TTL, taken from `started`.
-struct Own {
-    resource: String,
-    key: String,
-    ttl: Duration,
+pub(super) struct Own {
+    pub(super) resource: String,
+    pub(super) key: String,
+    pub(super) ttl: Duration,
     started: tokio::time::Instant,
 }
 
 impl Own {
-    fn new(client: &Client, name: &str) -> Self {
+    pub(super) fn new(client: &Client, name: &str) -> Self {
         let resource = format!("probe-{name}-{}", client.index);
         let key = crate::keys::lock_key(client.plan.config.key_prefix(), &resource);
         Own {
@@ -891,7 +894,7 @@ impl Own {
 
     /// Whether its key's TTL would still keep it: a key left behind is
     /// seen only then.
-    fn kept(&self) -> bool {
+    pub(super) fn kept(&self) -> bool {
         self.started.elapsed() + Duration::from_millis(1) < self.ttl
     }
 }
@@ -935,7 +938,7 @@ fn unplant(world: &Shared, key: &str) {
 }
 
 /// The nodes where `key` holds `value`.
-fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+pub(super) fn nodes_holding(world: &Shared, key: &str, value: &str) -> Vec<usize> {
     nodes_where(world, key, |stored| stored == Some(value.as_bytes()))
 }
 
@@ -963,7 +966,12 @@ fn stored_bytes(world: &world::World, node: usize, key: &str) -> Vec<u8> {
 }
 
 /// Sets the links from `client` to `nodes` to `mode`.
-fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, mode: LinkMode) {
+pub(super) fn set_links(
+    world: &Shared,
+    client: usize,
+    nodes: impl Iterator<Item = usize>,
+    mode: LinkMode,
+) {
     let mut world = world::lock(world);
     for node in nodes {
         world.set_link(client, node, mode);
@@ -973,19 +981,19 @@ fn set_links(world: &Shared, client: usize, nodes: impl Iterator<Item = usize>, 
 /// Waits out the client's calls in flight (a failed attempt's clean-up,
 /// sent in the background, included): two node timeouts, then [`drain`]
 /// (a link slowed by a probe keeps its queue after it passes again).
-async fn settle(world: &Shared, client: &Client) {
+pub(super) async fn settle(world: &Shared, client: &Client) {
     tokio::time::sleep(client.plan.config.node_timeout() * 2 + Duration::from_millis(10)).await;
     drain(world, client).await;
 }
 
 /// Waits until every command the client sent has landed and every reply
 /// come back.
-async fn drain(world: &Shared, client: &Client) {
+pub(super) async fn drain(world: &Shared, client: &Client) {
     let drained = world::lock(world).drained_at(client.index);
     tokio::time::sleep_until(drained + Duration::from_millis(1)).await;
 }
 
-fn violation(record: &Arc<Mutex<Record>>, client: &Client, what: &str) {
+pub(super) fn violation(record: &Arc<Mutex<Record>>, client: &Client, what: &str) {
     let line = format!("probe: client {}: {what}", client.index);
     super::run::record::violation(record, line);
 }
