@@ -53,6 +53,7 @@ mod reasons;
 mod report;
 mod rng;
 mod run;
+mod strict;
 mod traced;
 mod workload;
 pub mod world;

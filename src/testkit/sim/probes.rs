@@ -54,6 +54,9 @@ pub(super) async fn run(
     if let Some(client) = clients.iter().find(|c| !c.plan.config.fencing()) {
         super::late_vote::late_vote(world, record, client).await;
     }
+    if let Some(client) = clients.iter().find(|c| c.plan.config.strict_checks()) {
+        super::strict::strict(world, record, client).await;
+    }
     if let Some(client) = clients.first() {
         cancelled(world, record, client).await;
         dropped(world, record, client).await;

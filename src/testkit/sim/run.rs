@@ -148,6 +148,13 @@ async fn schedule(plan: &Plan) -> Report {
             let on = side.chance(0.3);
             client.config = client.config.clone().with_reseed_restarted_nodes(on);
         }
+        // Strict start-up checks: such a client checks before its
+        // workload, and the probes start a fresh one while they fail.
+        let mut side = root.fork(0x7374_7269_6374);
+        for client in &mut plans {
+            let on = side.chance(0.3);
+            client.config = client.config.clone().with_strict_checks(on);
+        }
     }
     // A well-configured guarded fleet is mostly brand new: its operator
     // marks the nodes trusted (`init_nodes`) instead of waiting a
@@ -261,7 +268,10 @@ async fn schedule(plan: &Plan) -> Report {
     for client in &built {
         let client = client.clone();
         let rng = root.fork(10 + client.index as u64);
-        tasks.push(tokio::spawn(async move { client.run(rng, SPAN).await }));
+        tasks.push(tokio::spawn(async move {
+            super::strict::start_up(&client, SPAN).await;
+            client.run(rng, SPAN).await
+        }));
     }
     for task in tasks {
         if let Err(e) = task.await {
@@ -350,7 +360,7 @@ fn check_tagged(world: &Shared, record: &Mutex<Record>) {
 type Tag = (Arc<str>, u16);
 
 /// The hash tags of [`NODES`] nodes on a Redis Cluster, found once.
-fn cluster_tags() -> Option<&'static [Tag]> {
+pub(super) fn cluster_tags() -> Option<&'static [Tag]> {
     static TAGS: std::sync::OnceLock<Option<Vec<Tag>>> = std::sync::OnceLock::new();
     TAGS.get_or_init(|| Redlock::cluster_tags(NODES)).as_deref()
 }
@@ -487,7 +497,10 @@ async fn final_phase(
                     }
                     Err(e) => {
                         let why = super::workload::describe(&e);
-                        if !(mixed && why.contains("quarantine mismatch")) {
+                        // A strict client's checks see the mismatch too.
+                        let strict = client.plan.config.strict_checks()
+                            && matches!(e, crate::Error::Misconfigured(_));
+                        if !(mixed && (strict || why.contains("quarantine mismatch"))) {
                             record::violation(
                                 &record,
                                 format!(

@@ -178,7 +178,11 @@ impl Client {
             }
             2 => {
                 let got = self.redlock.try_lock(resource, ttl).await;
-                let failed = got.is_err();
+                // A strict client refused by its start-up checks made no
+                // attempt.
+                let failed = got
+                    .as_ref()
+                    .is_err_and(|e| !matches!(e, Error::Misconfigured(_)));
                 let call = Call::Acquire { retries: Some(0) };
                 self.held(("try_lock", call), resource, invoked, got, rng)
                     .await;
