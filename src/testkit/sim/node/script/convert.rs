@@ -1,56 +1,18 @@
-//! Redis's conversions between replies and Lua values, both ways.
+//! Redis's conversions between replies and Lua values.
 //!
-//! Reply to Lua (what `redis.call` returns): integer → number, bulk →
-//! string, nil → false, array → table, status → `{ok=...}`, error →
-//! `{err=...}`. Lua to reply (what a script returns): number → integer
-//! (truncated), string → bulk, true → 1, false and nil → nil, a table with
-//! a string `err` → error, with a string `ok` → status, with a number
-//! `double` → its `%.17g` text, else an array up to its first nil.
+//! Lua to reply (what a script returns): number → integer (truncated),
+//! string → bulk, true → 1, false and nil → nil, a table with a string
+//! `err` → error, with a string `ok` → status, with a number `double` →
+//! its `%.17g` text, else an array up to its first nil. The other way
+//! (what `redis.call` returns) is `call`'s.
 
-use mlua::{Either, Lua, MultiValue, Table, Value};
+use mlua::{Lua, MultiValue, Table, Value};
 
 use super::super::number::{format_g17, lua_to_i64};
 use super::super::reply::Reply;
 
 /// How deep a returned table may nest before the reply gives up.
 const MAX_DEPTH: usize = 200;
-
-/// A reply as the Lua value `redis.call` gives the script.
-pub(super) fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Status(text) => {
-            let t = lua.create_table_with_capacity(0, 1)?;
-            t.raw_set("ok", lua.create_string(text)?)?;
-            Value::Table(t)
-        }
-        Reply::Error(text) => Value::Table(error_table(lua, text)?),
-        Reply::Int(n) => Value::Number(*n as f64),
-        Reply::Bulk(bytes) => Value::String(lua.create_string(bytes)?),
-        Reply::Nil => Value::Boolean(false),
-        Reply::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
-            }
-            Value::Table(t)
-        }
-    })
-}
-
-/// [`reply_to_lua`], with a bulk string that is UTF-8 (`GET`, `INFO`, a
-/// hash field) handed over as a Rust string, which mlua pushes straight
-/// onto the stack.
-pub(super) fn owned_reply_to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Either<String, Value>> {
-    match reply {
-        Reply::Bulk(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => Ok(Either::Left(text)),
-            Err(e) => Ok(Either::Right(Value::String(
-                lua.create_string(e.into_bytes())?,
-            ))),
-        },
-        other => reply_to_lua(lua, &other).map(Either::Right),
-    }
-}
 
 /// `{err = text}`.
 pub(super) fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {

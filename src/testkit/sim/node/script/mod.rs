@@ -4,6 +4,7 @@
 //! (`sandbox.lua`), its `redis.call` reaching the node's [`Core`].
 
 mod bytecode;
+mod call;
 mod convert;
 
 use std::collections::BTreeMap;
@@ -110,15 +111,8 @@ impl Engine {
             };
             convert::error_table(lua, &text)
         })?;
-        let shared = core.clone();
-        let call = lua.create_function(move |lua, args: MultiValue| {
-            let args = convert::command_args(args).map_err(raise)?;
-            let reply = lock(&shared).run_from_script(&args);
-            match reply {
-                Reply::Error(text) => Err(raise(&text)),
-                reply => convert::owned_reply_to_lua(lua, reply),
-            }
-        })?;
+        let call = call::function(&lua, core, true)?;
+        let pcall = call::function(&lua, core, false)?;
         let shared = core.clone();
         let acl = lua.create_function(move |_, args: MultiValue| {
             let args = convert::command_args(args).map_err(raise)?;
@@ -126,12 +120,12 @@ impl Engine {
             allowed.map_err(|text| raise(&text))
         })?;
         let shared = core.clone();
-        let host = lua.create_function(move |lua, mut args: MultiValue| {
+        let host = lua.create_function(move |_, mut args: MultiValue| {
             let op = match args.pop_front() {
                 Some(Value::Integer(op)) => op,
                 _ => 0,
             };
-            host(lua, &shared, op, args)
+            host(&shared, op, args)
         })?;
         let sandbox = match bytecode::cached(SANDBOX) {
             Some(bytecode) => lua
@@ -147,8 +141,9 @@ impl Engine {
                 f
             }
         };
-        let (run, env): (Function, Table) =
-            sandbox.call((sha1hex, log, setresp, where_, unwrap, call, acl, host))?;
+        let (run, env): (Function, Table) = sandbox.call((
+            sha1hex, log, setresp, where_, unwrap, call, pcall, acl, host,
+        ))?;
         Ok(Engine {
             lua,
             run,
@@ -214,7 +209,9 @@ impl Engine {
             // string); the sandbox makes KEYS and ARGV of them.
             let args: Variadic<Either<&str, BString>> =
                 keys.iter().chain(argv).map(|arg| lua_string(arg)).collect();
-            let (ok, value): (bool, Value) = self.run.call((f, keys.len(), args))?;
+            let called = self.run.call::<(bool, Value)>((f, keys.len(), args));
+            call::resume_panic();
+            let (ok, value) = called?;
             Ok::<Reply, mlua::Error>(if ok {
                 convert::lua_to_reply(&value)
             } else {
@@ -261,28 +258,10 @@ fn lua_string(bytes: &[u8]) -> Either<&str, BString> {
 }
 
 /// What the sandbox's `host(op, ...)` does for the running script.
-fn host(
-    lua: &Lua,
-    core: &Shared,
-    op: i64,
-    args: MultiValue,
-) -> mlua::Result<(bool, Either<String, Value>)> {
+fn host(core: &Shared, op: i64, args: MultiValue) -> mlua::Result<(bool, Value)> {
     let mut core = lock(core);
     match op {
-        1 => {
-            let reply = match convert::command_args(args) {
-                Ok(args) => core.run_from_script(&args),
-                Err(text) => Reply::error(text),
-            };
-            match reply {
-                Reply::Error(text) => Ok((
-                    false,
-                    Either::Right(Value::Table(convert::error_table(lua, &text)?)),
-                )),
-                reply => Ok((true, convert::owned_reply_to_lua(lua, reply)?)),
-            }
-        }
-        3 => Ok((true, Either::Right(Value::Number(core.lua_random())))),
+        3 => Ok((true, Value::Number(core.lua_random()))),
         4 => {
             let seed = match args.front() {
                 Some(Value::Integer(i)) => *i,
@@ -291,9 +270,9 @@ fn host(
             };
             // luaL_checkint: the C int of the number.
             core.lua_seed(seed as i32);
-            Ok((true, Either::Right(Value::Nil)))
+            Ok((true, Value::Nil))
         }
-        _ => Ok((false, Either::Right(Value::Nil))),
+        _ => Ok((false, Value::Nil)),
     }
 }
 

@@ -6,9 +6,10 @@
 -- Its arguments are Rust functions: `redis.sha1hex`, `redis.log`,
 -- `redis.setresp`, `where()` (the script's source and line at an error),
 -- `unwrap(e)` (an error a Rust function raised, as the table Redis
--- raises), `redis.call`, `redis.acl_check_cmd`, and `host(op, ...)` for
--- the rest of the node (op 1: a command for `redis.pcall`, answering ok
--- and the reply; 3: a math.random draw; 4: math.randomseed). It returns
+-- raises), `redis.call` and `redis.pcall` (C functions on the raw stack:
+-- `call` raises an error reply as `{err = ...}`, `pcall` returns it),
+-- `redis.acl_check_cmd`, and `host(op, ...)` for the rest of the node
+-- (op 3: a math.random draw; 4: math.randomseed). It returns
 -- `run(f, numkeys, ...)`, which runs a compiled script on its KEYS (the
 -- first numkeys of the rest) and ARGV, and the environment
 -- scripts are compiled into.
@@ -16,7 +17,7 @@
 -- Every `redis.*` function that can raise is a Rust (C) function, as in
 -- Redis: a C function called in tail position (`return redis.call(...)`)
 -- keeps the script's frame, so an error still names the script's line.
-local sha1hex, log, setresp, where, unwrap, call, acl, host = ...
+local sha1hex, log, setresp, where, unwrap, call, call_or_error, acl, host = ...
 
 local real_G = _G
 local rawset, setfenv, getfenv, setmetatable = rawset, setfenv, getfenv, setmetatable
@@ -148,10 +149,6 @@ local function error_table(s)
 end
 
 local redis = {}
-redis.pcall = function(...)
-  local _, r = host(1, ...)
-  return r
-end
 redis.error_reply = function(...)
   local e = ...
   if select('#', ...) ~= 1 or type(e) ~= 'string' then
@@ -168,6 +165,7 @@ redis.status_reply = function(...)
   return { ok = s }
 end
 redis.call = call
+redis.pcall = call_or_error
 redis.acl_check_cmd = acl
 redis.sha1hex = sha1hex
 redis.log = log
