@@ -209,7 +209,7 @@ impl SimNode {
         if by_sha && !self.core().scripts.contains(&sha) {
             return Reply::error(NOSCRIPT);
         }
-        let engine = match engine_of(&mut self.engine, &self.core) {
+        let engine = match engine_of(&mut self.engine) {
             Ok(engine) => engine,
             Err(reply) => return reply,
         };
@@ -227,13 +227,13 @@ impl SimNode {
         lock(&self.core).scripts.insert(sha.clone());
         let params = args.get(3..).unwrap_or_default();
         let (keys, argv) = params.split_at(numkeys.min(params.len()));
-        engine.run(&sha, &f, keys, argv)
+        engine.run(&self.core, (&sha, &f), keys, argv)
     }
 
     /// `SCRIPT LOAD body`: compiles it and caches it; answers its sha.
     fn load(&mut self, body: &[u8]) -> Reply {
         let sha = sha1_hex(body);
-        let engine = match engine_of(&mut self.engine, &self.core) {
+        let engine = match engine_of(&mut self.engine) {
             Ok(engine) => engine,
             Err(reply) => return reply,
         };
@@ -458,10 +458,19 @@ impl SimNode {
     }
 }
 
-/// The node's Lua state, made on first use.
-fn engine_of<'a>(slot: &'a mut Option<Engine>, core: &Shared) -> Result<&'a mut Engine, Reply> {
+impl Drop for SimNode {
+    /// Gives the node's Lua state to the next node of the thread.
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            engine.give_back();
+        }
+    }
+}
+
+/// The node's Lua state, made (or taken from a node before) on first use.
+fn engine_of(slot: &mut Option<Engine>) -> Result<&mut Engine, Reply> {
     if slot.is_none() {
-        let engine = Engine::new(core).map_err(|e| {
+        let engine = Engine::get().map_err(|e| {
             Reply::error(format!("ERR the simulated node could not start Lua: {e}"))
         })?;
         *slot = Some(engine);

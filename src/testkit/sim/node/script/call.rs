@@ -2,13 +2,12 @@
 //! as Redis writes them: the arguments are read off the stack, the reply
 //! is pushed onto it, and no value passes through mlua's handles. Every
 //! guarded vote makes several calls, and going through mlua's conversions
-//! (a registry reference per string) was a fifth of a schedule's work.
+//! (a registry reference per string) was a tenth of a schedule's work.
+//! The same goes for a script's `KEYS` and `ARGV` ([`script`]).
 //!
-//! Each function is a closure with two upvalues: a full userdata that
-//! owns a handle to the node's [`Core`](super::super::core::Core) (freed
-//! by its `__gc`, so it lives exactly as long as the Lua state) and a
-//! boolean, whether an error reply is raised (`call`) or returned
-//! (`pcall`).
+//! Each function is a closure with one upvalue, whether an error reply is
+//! raised (`call`) or returned (`pcall`); the command runs on the node of
+//! the running script ([`current`]).
 //!
 //! An error is raised with `lua_error`, which leaves the C function by a
 //! long jump: it is called only from the outermost frame, after every
@@ -20,43 +19,58 @@ use std::ffi::c_int;
 use mlua::ffi::{self, lua_State};
 use mlua::{Function, Lua};
 
-use super::super::core::{Shared, lock};
+use super::super::core::lock;
 use super::super::number::format_g17;
 use super::super::reply::Reply;
+use super::current;
 
-/// Makes `redis.call` (`raise`: an error reply is raised) or
-/// `redis.pcall` (it is returned) for the node `core`.
-pub(super) fn function(lua: &Lua, core: &Shared, raise: bool) -> mlua::Result<Function> {
-    let core = core.clone();
-    // SAFETY: the closure only pushes onto the stack of the state mlua
-    // hands it (three slots, within LUA_MINSTACK); `exec_raw` runs it
-    // protected, so a memory error is reported, not thrown past Rust.
+/// Calls the sandbox's `run(f, KEYS, ARGV)`, the two tables made on the
+/// stack at their size: what it returns (`true` and the script's value,
+/// or `false` and the error table).
+pub(super) fn script(
+    lua: &Lua,
+    run: &Function,
+    f: &Function,
+    keys: &[Vec<u8>],
+    argv: &[Vec<u8>],
+) -> mlua::Result<(bool, mlua::Value)> {
+    // SAFETY: `exec_raw` runs the closure protected, with `run` and `f`
+    // on its stack; it pushes two tables and a string at a time (within
+    // LUA_MINSTACK) and calls `run`, which catches the script's errors. A
+    // memory error would jump past the closure, which owns nothing.
     unsafe {
-        lua.exec_raw((), move |state| {
-            let slot = ffi::lua_newuserdata(state, size_of::<Shared>()).cast::<Shared>();
-            // Lua aligns userdata for any C type, which covers an `Arc`.
-            slot.write(core);
-            ffi::lua_createtable(state, 0, 1);
-            ffi::lua_pushcfunction(state, free_core);
-            ffi::lua_setfield(state, -2, c"__gc".as_ptr());
-            ffi::lua_setmetatable(state, -2);
-            ffi::lua_pushboolean(state, c_int::from(raise));
-            ffi::lua_pushcclosure(state, call, 2);
+        lua.exec_raw((run, f), |state| {
+            strings(state, keys);
+            strings(state, argv);
+            ffi::lua_call(state, 3, 2);
         })
     }
 }
 
-/// The `__gc` of the userdata that owns the node's handle.
-unsafe extern "C-unwind" fn free_core(state: *mut lua_State) -> c_int {
-    // SAFETY: only ever set as the metatable of a userdata written by
-    // `function`, which holds a `Shared`; Lua calls `__gc` once.
+/// Pushes an array of `items`, as strings.
+unsafe fn strings(state: *mut lua_State, items: &[Vec<u8>]) {
+    // SAFETY: two slots, within LUA_MINSTACK.
     unsafe {
-        let slot = ffi::lua_touserdata(state, 1).cast::<Shared>();
-        if !slot.is_null() {
-            slot.drop_in_place();
+        ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+        for (i, item) in items.iter().enumerate() {
+            push_bytes(state, item);
+            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
         }
     }
-    0
+}
+
+/// Makes `redis.call` (`raise`: an error reply is raised) or
+/// `redis.pcall` (it is returned).
+pub(super) fn function(lua: &Lua, raise: bool) -> mlua::Result<Function> {
+    // SAFETY: the closure only pushes onto the stack of the state mlua
+    // hands it (two slots, within LUA_MINSTACK); `exec_raw` runs it
+    // protected, so a memory error is reported, not thrown past Rust.
+    unsafe {
+        lua.exec_raw((), move |state| {
+            ffi::lua_pushboolean(state, c_int::from(raise));
+            ffi::lua_pushcclosure(state, call, 1);
+        })
+    }
 }
 
 /// `redis.call(...)` / `redis.pcall(...)`.
@@ -66,9 +80,8 @@ unsafe extern "C-unwind" fn call(state: *mut lua_State) -> c_int {
     // made before it returns, so the long jump of `lua_error` skips no
     // destructor.
     unsafe {
-        let raise = ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0;
-        let core = ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<Shared>();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(state, &*core)));
+        let raise = ffi::lua_toboolean(state, ffi::lua_upvalueindex(1)) != 0;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(state)));
         match outcome {
             Ok(true) => {}
             Ok(false) if !raise => {}
@@ -102,14 +115,17 @@ pub(super) fn resume_panic() {
     }
 }
 
-/// Runs the command on the stack and pushes its reply (an error as
-/// `{err = ...}`); false for an error.
-unsafe fn run(state: *mut lua_State, core: &Shared) -> bool {
+/// Runs the command on the stack on the running script's node and
+/// pushes its reply (an error as `{err = ...}`); false for an error.
+unsafe fn run(state: *mut lua_State) -> bool {
     // SAFETY (whole body): reads and pushes on the running state's stack,
     // within the slots `lua_checkstack` granted.
     unsafe {
         let reply = match args(state) {
-            Ok(args) => lock(core).run_from_script(&args),
+            Ok(args) => current::with(|core| match core {
+                Some(core) => lock(core).run_from_script(&args),
+                None => Reply::error(super::NOT_RUNNING),
+            }),
             Err(text) => Reply::error(text),
         };
         push(state, &reply);

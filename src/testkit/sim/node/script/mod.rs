@@ -6,15 +6,15 @@
 mod bytecode;
 mod call;
 mod convert;
+mod current;
+mod spare;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use mlua::chunk::ChunkMode;
 use mlua::state::{GcIncParams, GcMode};
-use mlua::{
-    BString, Either, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic,
-};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use super::core::{Shared, lock};
 use super::reply::Reply;
@@ -31,7 +31,10 @@ pub(super) struct Engine {
     /// `EVALSHA` finds), this survives restarts and `SCRIPT FLUSH`: the
     /// same text compiles to the same function.
     compiled: BTreeMap<String, Function>,
-    /// How many times a script was compiled.
+    /// The scripts this node compiled (a state that served another
+    /// node before may hold them already).
+    seen: BTreeSet<String>,
+    /// How many scripts this node compiled.
     pub(super) compilations: usize,
 }
 
@@ -67,9 +70,22 @@ pub(super) fn sha1_hex(body: &[u8]) -> String {
 const SHAS_KEPT: usize = 256;
 
 impl Engine {
+    /// A Lua state with Redis's environment for a new node: one that
+    /// served a node before on this thread, or a fresh one.
+    pub(super) fn get() -> mlua::Result<Engine> {
+        spare::take().map_or_else(Engine::new, Ok)
+    }
+
+    /// Gives the state back for the next node of this thread.
+    pub(super) fn give_back(mut self) {
+        self.seen.clear();
+        self.compilations = 0;
+        spare::keep(self);
+    }
+
     /// A fresh Lua state with Redis's environment, whose `redis.call`
-    /// runs on `core`.
-    pub(super) fn new(core: &Shared) -> mlua::Result<Engine> {
+    /// runs on the node of the running script ([`current`]).
+    fn new() -> mlua::Result<Engine> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -111,21 +127,25 @@ impl Engine {
             };
             convert::error_table(lua, &text)
         })?;
-        let call = call::function(&lua, core, true)?;
-        let pcall = call::function(&lua, core, false)?;
-        let shared = core.clone();
-        let acl = lua.create_function(move |_, args: MultiValue| {
+        let call = call::function(&lua, true)?;
+        let pcall = call::function(&lua, false)?;
+        let acl = lua.create_function(|_, args: MultiValue| {
             let args = convert::command_args(args).map_err(raise)?;
-            let allowed = lock(&shared).acl_check(&args);
+            let allowed = current::with(|core| match core {
+                Some(core) => lock(core).acl_check(&args),
+                None => Err(NOT_RUNNING.to_owned()),
+            });
             allowed.map_err(|text| raise(&text))
         })?;
-        let shared = core.clone();
-        let host = lua.create_function(move |_, mut args: MultiValue| {
+        let host = lua.create_function(|_, mut args: MultiValue| {
             let op = match args.pop_front() {
                 Some(Value::Integer(op)) => op,
                 _ => 0,
             };
-            host(&shared, op, args)
+            current::with(|core| match core {
+                Some(core) => host(core, op, args),
+                None => Err(raise(NOT_RUNNING)),
+            })
         })?;
         let sandbox = match bytecode::cached(SANDBOX) {
             Some(bytecode) => lua
@@ -149,6 +169,7 @@ impl Engine {
             run,
             env,
             compiled: BTreeMap::new(),
+            seen: BTreeSet::new(),
             compilations: 0,
         })
     }
@@ -158,12 +179,26 @@ impl Engine {
         self.compiled.get(sha).cloned()
     }
 
-    /// The function of script `sha` (text `body`), compiled on first use.
-    /// A syntax error is the reply Redis gives for it.
+    /// The function of script `sha` (text `body`), compiled on the node's
+    /// first use. A syntax error is the reply Redis gives for it.
     pub(super) fn compile(&mut self, sha: &str, body: &[u8]) -> Result<Function, Reply> {
-        if let Some(f) = self.compiled.get(sha) {
-            return Ok(f.clone());
+        let f = match self.compiled.get(sha) {
+            Some(f) => f.clone(),
+            None => {
+                let f = self.load(sha, body)?;
+                self.compiled.insert(sha.to_owned(), f.clone());
+                f
+            }
+        };
+        if !self.seen.contains(sha) {
+            self.seen.insert(sha.to_owned());
+            self.compilations += 1;
         }
+        Ok(f)
+    }
+
+    /// Script `sha` (text `body`) compiled in this state.
+    fn load(&self, sha: &str, body: &[u8]) -> Result<Function, Reply> {
         if let Some(bytecode) = bytecode::cached(sha) {
             // The same text compiled before, in another node's state: its
             // bytecode (debug information kept, so an error still names
@@ -175,8 +210,6 @@ impl Engine {
                 .set_environment(self.env.clone())
                 .into_function();
             if let Ok(f) = loaded {
-                self.compilations += 1;
-                self.compiled.insert(sha.to_owned(), f.clone());
                 return Ok(f);
             }
         }
@@ -195,21 +228,23 @@ impl Engine {
                 "ERR Error compiling script (new function): {other}"
             )),
         })?;
-        self.compilations += 1;
         bytecode::keep(sha, &f);
-        self.compiled.insert(sha.to_owned(), f.clone());
         Ok(f)
     }
 
-    /// Runs compiled script `f` (hash `sha`) with `keys` and `argv`. Its
-    /// `redis.call`s lock the node's state: the caller must not hold it.
-    pub(super) fn run(&self, sha: &str, f: &Function, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> Reply {
+    /// Runs compiled script `f` (hash `sha`) with `keys` and `argv` on the
+    /// node `core`. Its `redis.call`s lock the node's state: the caller
+    /// must not hold it.
+    pub(super) fn run(
+        &self,
+        core: &Shared,
+        (sha, f): (&str, &Function),
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+    ) -> Reply {
         let outcome = (|| {
-            // Pushed straight onto the Lua stack (no registry reference a
-            // string); the sandbox makes KEYS and ARGV of them.
-            let args: Variadic<Either<&str, BString>> =
-                keys.iter().chain(argv).map(|arg| lua_string(arg)).collect();
-            let called = self.run.call::<(bool, Value)>((f, keys.len(), args));
+            let called =
+                current::running(core, || call::script(&self.lua, &self.run, f, keys, argv));
             call::resume_panic();
             let (ok, value) = called?;
             Ok::<Reply, mlua::Error>(if ok {
@@ -221,6 +256,10 @@ impl Engine {
         outcome.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {e}")))
     }
 }
+
+/// What a sandbox function answers when no script is running (it is
+/// only ever called by one).
+const NOT_RUNNING: &str = "ERR no script is running on this node";
 
 /// An error reply raised from a Rust function into the script (what
 /// `redis.call` raises), carried as an mlua error.
@@ -245,15 +284,6 @@ fn raised_text(error: &mlua::Error) -> Option<String> {
         mlua::Error::CallbackError { cause, .. } => raised_text(cause),
         mlua::Error::ExternalError(e) => e.downcast_ref::<Raised>().map(|r| r.0.clone()),
         _ => None,
-    }
-}
-
-/// A string for Lua: borrowed when it is UTF-8 (pushed without a copy
-/// on the Rust side), else copied.
-fn lua_string(bytes: &[u8]) -> Either<&str, BString> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => Either::Left(text),
-        Err(_) => Either::Right(BString::from(bytes)),
     }
 }
 

@@ -10,9 +10,8 @@
 -- `call` raises an error reply as `{err = ...}`, `pcall` returns it),
 -- `redis.acl_check_cmd`, and `host(op, ...)` for the rest of the node
 -- (op 3: a math.random draw; 4: math.randomseed). It returns
--- `run(f, numkeys, ...)`, which runs a compiled script on its KEYS (the
--- first numkeys of the rest) and ARGV, and the environment
--- scripts are compiled into.
+-- `run(f, keys, argv)`, which runs a compiled script with those tables as
+-- its KEYS and ARGV, and the environment scripts are compiled into.
 --
 -- Every `redis.*` function that can raise is a Rust (C) function, as in
 -- Redis: a C function called in tail position (`return redis.call(...)`)
@@ -193,11 +192,7 @@ local function handler(e)
   return e
 end
 
-local function run(f, numkeys, ...)
-  local args = { ... }
-  local keys, argv = {}, {}
-  for i = 1, numkeys do keys[i] = args[i] end
-  for i = numkeys + 1, #args do argv[i - numkeys] = args[i] end
+local function run(f, keys, argv)
   G.KEYS = keys
   G.ARGV = argv
   return real_xpcall(f, handler)
