@@ -27,9 +27,9 @@ struct Inbound {
     reply: oneshot::Sender<Answer>,
 }
 
-/// What a caller gets: the reply's RESP bytes, or a broken connection.
+/// What a caller gets: the reply, or a broken connection.
 enum Answer {
-    Bytes(Vec<u8>),
+    Reply(redis::RedisResult<Value>),
     Broken,
 }
 
@@ -102,14 +102,14 @@ async fn apply(
     let answer = loop {
         let delivery = world::lock(world).deliver(node, &command.args);
         match delivery {
-            Delivery::Reply(bytes) => break Answer::Bytes(bytes),
+            Delivery::Reply(reply) => break Answer::Reply(reply),
             Delivery::Gone => break Answer::Broken,
             Delivery::Wait(resumed) => resumed.notified().await,
         }
     };
     let at = match answer {
         Answer::Broken => Some(Instant::now()),
-        Answer::Bytes(_) => world::lock(world).reply_at(client, node),
+        Answer::Reply(_) => world::lock(world).reply_at(client, node),
     };
     match at {
         Some(at) => Ok(Inbound {
@@ -146,20 +146,6 @@ async fn carry_replies(mut replies: mpsc::UnboundedReceiver<Inbound>) {
     while let Some(reply) = replies.recv().await {
         tokio::time::sleep_until(reply.at).await;
         let _ = reply.reply.send(reply.answer);
-    }
-}
-
-/// A reply's bytes as the value the real connection's decoder (redis's
-/// [`ValueCodec`](redis::ValueCodec)) makes of them.
-pub(super) fn decode(bytes: &[u8]) -> redis::RedisResult<Value> {
-    use tokio_util::codec::Decoder;
-    let mut buffer = bytes::BytesMut::from(bytes);
-    match redis::ValueCodec::default().decode_eof(&mut buffer)? {
-        Some(value) => Ok(value),
-        None => Err(io_error(
-            std::io::ErrorKind::UnexpectedEof,
-            "a simulated reply ended before its value",
-        )),
     }
 }
 
@@ -219,7 +205,7 @@ impl SimEndpoint for Endpoint {
                 std::future::pending::<()>().await;
             }
             match answer.await {
-                Ok(Answer::Bytes(bytes)) => decode(&bytes)?.extract_error(),
+                Ok(Answer::Reply(reply)) => reply?.extract_error(),
                 Ok(Answer::Broken) | Err(_) => Err(broken()),
             }
         })

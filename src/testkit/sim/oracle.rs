@@ -65,13 +65,14 @@ pub(crate) fn check(
 fn check_guard(world: &World, live: &Live, rules: &Rules, claim: Duration) -> Vec<String> {
     let now = world.elapsed();
     let mut found = Vec::new();
+    let mut stored = String::new();
     for key in &live.keys {
         let holding = (0..world.node_count())
             .filter(|&node| {
                 // The key (its value ours, its TTL long enough), then the
                 // faults.
                 let server = world.server(node);
-                let key = &world.stored_key(node, key);
+                let key = world.stored_key_in(node, key, &mut stored);
                 let rate = server.clock().rate();
                 let ttl = server.pttl_if(now, key, |stored| is_ours(stored, &live.value));
                 let held =

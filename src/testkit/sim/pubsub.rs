@@ -192,10 +192,10 @@ impl Subscription {
             .map(|w| w.as_bytes().to_vec())
             .collect();
         arrive(&self.world, self.client, self.node).await?;
-        let bytes = loop {
+        let reply = loop {
             let delivery = world::lock(&self.world).subscription(self.id, self.node, &args, on);
             match delivery {
-                Delivery::Reply(bytes) => break bytes,
+                Delivery::Reply(reply) => break reply,
                 Delivery::Gone => return Err(broken()),
                 Delivery::Wait(resumed) => resumed.notified().await,
             }
@@ -205,7 +205,7 @@ impl Subscription {
             Some(at) => tokio::time::sleep_until(at).await,
             None => std::future::pending().await,
         }
-        super::net::decode(&bytes)?.extract_error().map(drop)
+        reply?.extract_error().map(drop)
     }
 }
 

@@ -274,6 +274,19 @@ impl World {
         }
     }
 
+    /// [`stored_key`](Self::stored_key) written into `buf`, which the
+    /// oracle reuses at every tick instead of allocating a key.
+    pub(crate) fn stored_key_in<'b>(&self, node: usize, key: &str, buf: &'b mut String) -> &'b str {
+        buf.clear();
+        if let Some(Some(tag)) = self.tags.get(node) {
+            buf.push('{');
+            buf.push_str(tag);
+            buf.push('}');
+        }
+        buf.push_str(key);
+        buf
+    }
+
     /// How far `client`'s calls may overtake one another (zero: FIFO).
     pub fn unordered(&self, client: usize) -> Duration {
         self.reorder[client]
@@ -345,7 +358,7 @@ impl World {
             Process::Down => Delivery::Gone,
             Process::Up => {
                 self.delivered += 1;
-                let reply = target.server.execute(now, args);
+                let reply = target.server.execute_value(now, args);
                 let published = target.server.take_published();
                 if !published.is_empty() {
                     self.publish(node, &published);
@@ -389,8 +402,8 @@ impl World {
         let Some(channels) = self.subscribers.channels(id, target.server.run_id()) else {
             return Delivery::Gone;
         };
-        let reply = target.server.execute(now, args);
-        if !reply.starts_with(b"-") {
+        let reply = target.server.execute_value(now, args);
+        if matches!(reply, Ok(ref value) if !matches!(value, redis::Value::ServerError(_))) {
             for channel in &args[1..] {
                 if on {
                     channels.insert(channel.clone());
@@ -445,8 +458,8 @@ impl World {
 
 /// What a node did with a command that reached it.
 pub(crate) enum Delivery {
-    /// Its reply, as RESP bytes.
-    Reply(Vec<u8>),
+    /// Its reply, as the connection's decoder reads it.
+    Reply(redis::RedisResult<redis::Value>),
     /// The process is stopped: wait for this, then deliver again.
     Wait(Arc<Notify>),
     /// The process is gone: the connection breaks.

@@ -45,7 +45,7 @@ impl NodeClock {
 
     /// The clock's reading, in ms, at virtual time `now`.
     pub fn now_ms(&self, now: Duration) -> f64 {
-        let since = now.as_nanos() as f64 - self.anchor.as_nanos() as f64;
+        let since = nanos(now) - nanos(self.anchor);
         self.anchor_ms + self.rate * since / 1e6
     }
 
@@ -78,5 +78,31 @@ impl NodeClock {
     pub(super) fn now_us(&self, now: Duration) -> i64 {
         let us = (self.now_ms(now) * 1000.0).floor();
         if us.is_finite() { us as i64 } else { 0 }
+    }
+}
+
+/// `d` in nanoseconds, as `d.as_nanos() as f64` but without 128-bit
+/// arithmetic (the oracle reads every node's clock at every tick): the
+/// same value, exactly, for any `d` under about 104 days, where both are
+/// integers below 2^53.
+fn nanos(d: Duration) -> f64 {
+    d.as_secs() as f64 * 1e9 + f64::from(d.subsec_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanos_is_as_nanos_as_a_float() {
+        for d in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(123_456_789_012),
+            Duration::new(86_400 * 100, 999_999_999),
+            Duration::new(7, 1),
+        ] {
+            assert_eq!(nanos(d), d.as_nanos() as f64, "{d:?}");
+        }
     }
 }

@@ -125,27 +125,33 @@ fn persistence(core: &Core, out: &mut String) {
     );
 }
 
+/// Written straight, as [`server`]: every guarded script reads it too.
 fn replication(core: &Core, out: &mut String) {
-    let mut lines: Vec<Field<'_>> = Vec::new();
+    out.push_str("# Replication\r\n");
     match &core.master {
-        None => lines.push(("role", &"master")),
+        None => out.push_str("role:master\r\n"),
         Some((host, port)) => {
-            lines.push(("role", &"slave"));
-            lines.push(("master_host", host));
-            lines.push(("master_port", port));
-            lines.push(("master_link_status", &"up"));
-            lines.push(("master_last_io_seconds_ago", &"0"));
-            lines.push(("master_sync_in_progress", &"0"));
-            lines.push(("slave_repl_offset", &"0"));
-            lines.push(("slave_priority", &"100"));
-            lines.push(("slave_read_only", &"1"));
+            let _ = write!(
+                out,
+                "role:slave\r\nmaster_host:{host}\r\nmaster_port:{port}\r\n"
+            );
+            out.push_str(REPLICA_LINK);
         }
     }
-    lines.push(("connected_slaves", &"0"));
-    lines.push(("master_replid", &core.process.replid));
-    lines.push(("master_repl_offset", &"0"));
-    fields(out, "Replication", &lines);
+    out.push_str("connected_slaves:0\r\nmaster_replid:");
+    out.push_str(&core.process.replid);
+    out.push_str("\r\nmaster_repl_offset:0\r\n");
 }
+
+/// A replica's lines after `master_port`.
+const REPLICA_LINK: &str = concat!(
+    "master_link_status:up\r\n",
+    "master_last_io_seconds_ago:0\r\n",
+    "master_sync_in_progress:0\r\n",
+    "slave_repl_offset:0\r\n",
+    "slave_priority:100\r\n",
+    "slave_read_only:1\r\n",
+);
 
 fn cluster(_: &Core, out: &mut String) {
     fields(out, "Cluster", &[("cluster_enabled", &"0")]);

@@ -31,6 +31,7 @@ mod strings;
 mod table;
 #[cfg(test)]
 mod tests;
+mod value;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -155,23 +156,37 @@ impl SimNode {
     /// assert_eq!(node.execute(Duration::ZERO, &args(&["GET"])), b"-ERR wrong number of arguments for 'get' command\r\n");
     /// ```
     pub fn execute(&mut self, now: Duration, args: &[Vec<u8>]) -> Vec<u8> {
+        self.run(now, args).encode()
+    }
+
+    /// [`execute`](Self::execute), answering the value a connection's
+    /// decoder makes of the reply.
+    pub(crate) fn execute_value(
+        &mut self,
+        now: Duration,
+        args: &[Vec<u8>],
+    ) -> redis::RedisResult<redis::Value> {
+        value::of(self.run(now, args))
+    }
+
+    /// Runs one command: its reply.
+    fn run(&mut self, now: Duration, args: &[Vec<u8>]) -> Reply {
         let (run, name) = {
             let mut core = self.at(now);
             match core.check(args, Caller::Client) {
-                Err(reply) => return reply.encode(),
+                Err(reply) => return reply,
                 Ok(spec) => match spec.run {
-                    Run::Core(run) => return run(&mut core, args).encode(),
+                    Run::Core(run) => return run(&mut core, args),
                     other => (other, spec.name),
                 },
             }
         };
-        let reply = match run {
+        match run {
             Run::Eval => self.eval(args, false),
             Run::EvalSha => self.eval(args, true),
             Run::ScriptLoad => self.load(at(args, 2)),
             Run::Core(_) | Run::Container => wrong_arity(name),
-        };
-        reply.encode()
+        }
     }
 
     /// Sets the current command's virtual time and node time; the state,
