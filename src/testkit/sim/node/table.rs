@@ -1,6 +1,8 @@
 //! The command table: every command the simulated node knows, with Redis
 //! 7.0's arity and flags, and how it runs.
 
+use std::sync::LazyLock;
+
 use super::core::Core;
 use super::reply::Reply;
 use super::{hashes, server, strings};
@@ -95,7 +97,8 @@ static CLIENT: [Spec; 2] = [
     cmd("client|setname", 3, NOSCRIPT, server::client_setname),
 ];
 
-/// Every command, by name.
+/// Every command, in order of name (lower case), which [`lookup`]'s
+/// index by first letter needs.
 pub(super) static COMMANDS: [Spec; 42] = [
     cmd("append", 3, WRITE, strings::append),
     cmd("auth", -2, NOSCRIPT, server::auth),
@@ -141,6 +144,22 @@ pub(super) static COMMANDS: [Spec; 42] = [
     cmd("unsubscribe", -1, NOSCRIPT, server::subscribe),
 ];
 
+/// For each letter, where the commands whose names begin with it lie in
+/// [`COMMANDS`] (every command runs through [`lookup`]).
+static BY_LETTER: LazyLock<[(usize, usize); 26]> = LazyLock::new(|| {
+    let mut ranges = [(0, 0); 26];
+    for (i, spec) in COMMANDS.iter().enumerate() {
+        let letter = spec.name.bytes().next().map_or(0, |b| b.wrapping_sub(b'a'));
+        if let Some(range) = ranges.get_mut(usize::from(letter)) {
+            if range.1 == 0 {
+                range.0 = i;
+            }
+            range.1 = i + 1;
+        }
+    }
+    ranges
+});
+
 /// What a command name (and, for a container, its first argument) names.
 pub(super) enum Lookup {
     /// A command, or a container's subcommand.
@@ -157,7 +176,14 @@ pub(super) fn lookup(args: &[Vec<u8>]) -> Lookup {
     let Some(name) = args.first() else {
         return Lookup::Unknown;
     };
+    let first = name.first().map_or(0, u8::to_ascii_lowercase);
+    let (from, to) = BY_LETTER
+        .get(usize::from(first.wrapping_sub(b'a')))
+        .copied()
+        .unwrap_or((0, 0));
     let Some(spec) = COMMANDS
+        .get(from..to)
+        .unwrap_or_default()
         .iter()
         .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
     else {
@@ -184,5 +210,30 @@ pub(super) fn arity_fits(spec: &Spec, count: usize) -> bool {
         count == arity
     } else {
         count >= -arity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_table_is_in_order_of_lower_case_names() {
+        for pair in COMMANDS.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} before {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+        for spec in &COMMANDS {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(
+                spec.name.len() <= 24,
+                "{} is longer than lookup's buffer",
+                spec.name
+            );
+        }
     }
 }

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use mlua::chunk::ChunkMode;
-use mlua::state::{GcIncParams, GcMode};
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use super::core::{Shared, lock};
@@ -90,10 +89,6 @@ impl Engine {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        // A collection when the heap has grown fivefold, not twofold: a
-        // node's heap stays small (its scripts and their garbage), and the
-        // default pace spent a tenth of the batch in the collector.
-        lua.gc_set_mode(GcMode::Incremental(GcIncParams::default().pause(500)));
         let sha1hex = lua.create_function(|lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(raise("ERR wrong number of arguments"));
