@@ -12,7 +12,7 @@ use super::checks::{Hold, Live, Record, json, record};
 use super::ended::{self, End};
 use super::faults::{Fault, FaultKind, answers};
 use super::gone;
-use super::oracle::{self, Rules};
+use super::oracle::{self, Rules, Seen};
 use super::reasons;
 use super::report::{self, Asked, Call};
 use super::rng::Rng;
@@ -140,7 +140,7 @@ impl Client {
             faults: self.faults.clone(),
             guarded: self.guarded,
         };
-        for violation in oracle::check(&world, &record, &rules, Some(live)) {
+        for violation in oracle::check(&world, &record, &rules, Some(live), &mut Seen::default()) {
             record.violation(violation);
         }
     }

@@ -65,12 +65,20 @@ pub(super) struct Keyspace {
     history: Vec<Undo>,
     /// Changes since the last `SAVE` (or start).
     pub(super) dirty: u64,
+    /// Changes since the start: readers that keep what they read know
+    /// whether it still holds.
+    pub(super) changes: u64,
 }
 
 impl Keyspace {
     /// The live entry of `key` at node time `now_ms`.
     pub(super) fn get(&self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.map.get(key).filter(|e| e.alive(now_ms))
+    }
+
+    /// The entry of `key`, expired or not.
+    pub(super) fn stored(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key)
     }
 
     /// Sets `key` to `entry` at virtual time `at`.
@@ -94,6 +102,7 @@ impl Keyspace {
 
     fn record(&mut self, at: Duration, key: &[u8], before: Option<Entry>) {
         self.dirty += 1;
+        self.changes += 1;
         // Virtual time never goes back: keep the history in order.
         let at = self.history.last().map_or(at, |last| at.max(last.at));
         self.history.push(Undo {

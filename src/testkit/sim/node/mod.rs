@@ -38,7 +38,7 @@ use std::time::Duration;
 
 pub use self::clock::NodeClock;
 use self::core::{Caller, Core, Process, RAND48_START, Rng, Shared, at, lock, wrong_arity};
-use self::keyspace::Data;
+use self::keyspace::{Data, Entry};
 #[doc(hidden)]
 pub use self::library::scripts;
 use self::number::parse_i64;
@@ -340,7 +340,8 @@ impl SimNode {
         std::mem::take(&mut self.core().published)
     }
 
-    fn ms_at(&self, now: Duration) -> i64 {
+    /// The node's clock at virtual time `now`, in whole ms.
+    pub(crate) fn ms_at(&self, now: Duration) -> i64 {
         self.clock.now_us(now).div_euclid(1000)
     }
 
@@ -368,6 +369,30 @@ impl SimNode {
                 _ => -2,
             },
             None => -2,
+        }
+    }
+
+    /// How many times the keyspace changed so far (never fewer than
+    /// before): what [`expiry_if`](Self::expiry_if) read holds while it
+    /// stays the same.
+    pub(crate) fn changes(&self) -> u64 {
+        self.core().keys.changes
+    }
+
+    /// When the string at `key` expires (node ms; `Some(None)`: never),
+    /// if `matches` its value, whether or not it has expired; `None`
+    /// when there is none or it does not match.
+    pub(crate) fn expiry_if(
+        &self,
+        key: &str,
+        matches: impl FnOnce(&[u8]) -> bool,
+    ) -> Option<Option<i64>> {
+        match self.core().keys.stored(key.as_bytes()) {
+            Some(Entry {
+                data: Data::Str(value),
+                expire_at,
+            }) if matches(value) => Some(*expire_at),
+            _ => None,
         }
     }
 
