@@ -151,6 +151,12 @@ impl Shared {
         R: FromRedisValue + Send + 'static,
         T: Send + 'static,
     {
+        // A round whose late calls are dropped sends nothing again after
+        // its middle ([`Request::resent_by`]).
+        let request = match chain.late {
+            Late::Drop => request.resent_by(Instant::now() + self.config.node_timeout() / 2),
+            Late::Keep => request,
+        };
         let request = Arc::new(request);
         let call = |node: &Arc<Node>| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
@@ -201,6 +207,12 @@ impl Shared {
         (leftover, chain): (Leftover, Chain<'_>),
         request: Request,
     ) -> Round {
+        // A round whose late calls are dropped sends nothing again after
+        // its middle ([`Request::resent_by`]).
+        let request = match chain.late {
+            Late::Drop => request.resent_by(Instant::now() + self.config.node_timeout() / 2),
+            Late::Keep => request,
+        };
         let request = Arc::new(request);
         let call = |node: &Arc<Node>| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));

@@ -142,7 +142,8 @@ impl Node {
     /// deadline, but the node still learns its scripts (or its next call
     /// would be answered `NOSCRIPT` again), and a delete still runs. A
     /// vote is sent again only within its round: a `SET` nobody waits for
-    /// could land after the clean-up that follows the round.
+    /// could land after the clean-up that follows the round; and, for a
+    /// request with [`Request::resent_by`], only up to that instant.
     async fn reload<T: FromRedisValue>(
         &self,
         request: &Request,
@@ -174,6 +175,16 @@ impl Node {
         };
         match answer? {
             Some(reply) => T::from_redis_value(reply).map_err(RedisError::from),
+            None if request
+                .resend_by
+                .is_some_and(|by| tokio::time::Instant::now() >= by) =>
+            {
+                Err(RedisError::from((
+                    ErrorKind::Server(ServerErrorKind::NoScript),
+                    "NOSCRIPT",
+                    "the script was loaded past the middle of the round: not sent again".to_owned(),
+                )))
+            }
             None => request.cmd.query_async(&mut conn).await,
         }
     }

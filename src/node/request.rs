@@ -2,6 +2,7 @@
 //! the round ([`Node::send`](super::Node::send) sends it).
 
 use redis::{Cmd, Value};
+use tokio::time::Instant;
 
 use super::reentrant::REENTRANT_RELEASE;
 use super::script::Lua;
@@ -31,6 +32,9 @@ pub(crate) struct Request {
     pub(super) cmd: Cmd,
     pub(super) script: Option<&'static Lua>,
     pub(super) grant: Grant,
+    /// For a vote or an extension: the instant after which it is not sent
+    /// again after `NOSCRIPT` ([`Request::resent_by`]).
+    pub(super) resend_by: Option<Instant>,
 }
 
 impl Request {
@@ -40,6 +44,7 @@ impl Request {
             cmd,
             script: None,
             grant,
+            resend_by: None,
         }
     }
 
@@ -74,6 +79,23 @@ impl Request {
             cmd,
             script: Some(script),
             grant,
+            resend_by: None,
+        }
+    }
+
+    /// This request, not sent again after `NOSCRIPT` once `by` has passed.
+    /// For the calls of a round whose calls still in flight at its
+    /// deadline are dropped (votes, extensions, fence write-backs): the
+    /// next round's call to a node goes out once this round's call there
+    /// is over, at the latest at this round's deadline, so a re-send
+    /// written after `by` (the middle of the round) could reach the node
+    /// after it over another connection of the same client (a `Redlock`
+    /// used from several runtimes has one per runtime), and a stale `SET`
+    /// or `PEXPIRE` would land after the newer call.
+    pub(crate) fn resent_by(self, by: Instant) -> Self {
+        Request {
+            resend_by: Some(by),
+            ..self
         }
     }
 
