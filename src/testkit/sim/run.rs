@@ -290,10 +290,16 @@ async fn schedule(plan: &Plan) -> Report {
     // Every client has attempted an acquisition by now (the final phase
     // locks on healed nodes), so each ran its start-up checks; the nodes
     // run without persistence, which a client warns of unless it runs the
-    // restart guard without fencing.
-    let warns = built
-        .iter()
-        .any(|c| c.plan.config.restart_guard().is_none() || c.plan.config.fencing());
+    // restart guard without fencing. A client paused in the run may have
+    // been paused through its one check, which then read nothing.
+    let paused = |index: usize| {
+        faults
+            .iter()
+            .any(|f| matches!(f.kind, FaultKind::PauseClient { client } if client == index))
+    };
+    let warns = built.iter().any(|c| {
+        (c.plan.config.restart_guard().is_none() || c.plan.config.fencing()) && !paused(c.index)
+    });
     if warns && super::traced::warnings("redquorum start-up check") == 0 {
         record::violation(
             &record,
