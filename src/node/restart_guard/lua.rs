@@ -25,17 +25,22 @@ use crate::node::scripts::{
 /// replication history. `begin(since, q)` starts a trust period;
 /// `adopt()` gives a record of an earlier version, which has no
 /// `replid`, the live one. Expects `guard_key`. A field of `INFO` is
-/// found by a plain search for its name, then read in place: a pattern
-/// searched from the start would be tried at every position before it,
-/// in every vote.
+/// found by a plain search for its line's start (`\n` and its name), and
+/// its value is the rest of that line: a pattern searched from the start
+/// would be tried at every position before it, and even one anchored
+/// there tests its value a character at a time, in every vote.
 const READ: &str = r"
 local function info_field(text, name)
   local at = string.find(text, name, 1, true)
-  if at then return string.match(text, '^%x+', at + #name) end
+  if not at then return nil end
+  local from = at + #name
+  local to = string.find(text, '\r', from, true)
+  local value = string.sub(text, from, to and to - 1 or -1)
+  if value ~= '' then return value end
 end
-local run = info_field(redis.call('info', 'server'), 'run_id:')
+local run = info_field(redis.call('info', 'server'), '\nrun_id:')
 if not run then return redis.error_reply('ERR restart guard: no run_id in INFO server') end
-local repl = info_field(redis.call('info', 'replication'), 'master_replid:')
+local repl = info_field(redis.call('info', 'replication'), '\nmaster_replid:')
 local t = redis.call('time')
 local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rec = redis.call('hmget', guard_key, 'run_id', 'since', 'q', 'replid')
