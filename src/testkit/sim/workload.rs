@@ -110,7 +110,9 @@ pub(crate) struct Client {
     pub(crate) start: Instant,
     /// The run's faults, to tell which nodes could answer a call.
     pub(crate) faults: Arc<Vec<Fault>>,
-    /// The longest restart-guard quarantine among the clients.
+    /// The shortest restart-guard quarantine among the clients: the
+    /// soonest a node restarted empty may vote again (it keeps the
+    /// quarantine of the first guarded client that meets it).
     pub(crate) quarantine: Option<Duration>,
     /// When the operator's `init_nodes` ended, if it ran.
     pub(crate) trusted: Arc<std::sync::OnceLock<Duration>>,
