@@ -121,21 +121,30 @@ unsafe fn run(state: *mut lua_State) -> bool {
     // SAFETY (whole body): reads and pushes on the running state's stack,
     // within the slots `lua_checkstack` granted.
     unsafe {
-        let reply = match args(state) {
-            Ok(args) => current::with(|core| match core {
-                Some(core) => lock(core).run_from_script(&args),
+        // The buffers of the last command's arguments, filled again: a
+        // command's arguments cost no allocation once a script has run.
+        let mut buffers = ARGS.take();
+        let reply = match args(state, &mut buffers) {
+            Ok(()) => current::with(|core| match core {
+                Some(core) => lock(core).run_from_script(&buffers),
                 None => Reply::error(super::NOT_RUNNING),
             }),
             Err(text) => Reply::error(text),
         };
+        ARGS.set(buffers);
         push(state, &reply);
         !matches!(reply, Reply::Error(_))
     }
 }
 
-/// The arguments on the stack as a command: strings as they are, numbers
-/// as `%.17g`; anything else is Redis's error.
-unsafe fn args(state: *mut lua_State) -> Result<Vec<Vec<u8>>, &'static str> {
+thread_local! {
+    /// Argument buffers kept from one `redis.call` to the next.
+    static ARGS: std::cell::Cell<Vec<Vec<u8>>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The arguments on the stack as a command, into `args`: strings as they
+/// are, numbers as `%.17g`; anything else is Redis's error.
+unsafe fn args(state: *mut lua_State, args: &mut Vec<Vec<u8>>) -> Result<(), &'static str> {
     // SAFETY: indexes 1..=top are valid; a string's bytes are copied while
     // it is on the stack.
     unsafe {
@@ -143,21 +152,24 @@ unsafe fn args(state: *mut lua_State) -> Result<Vec<Vec<u8>>, &'static str> {
         if top == 0 {
             return Err("ERR Please specify at least one argument for this redis lib call");
         }
-        let mut args = Vec::with_capacity(usize::try_from(top).unwrap_or(0));
-        for index in 1..=top {
+        let count = usize::try_from(top).unwrap_or(0);
+        args.truncate(count);
+        args.resize_with(count, Vec::new);
+        for (arg, index) in args.iter_mut().zip(1..=top) {
+            arg.clear();
             match ffi::lua_type(state, index) {
                 ffi::LUA_TSTRING => {
                     let mut len = 0;
                     let text = ffi::lua_tolstring(state, index, &mut len).cast::<u8>();
-                    args.push(std::slice::from_raw_parts(text, len).to_vec());
+                    arg.extend_from_slice(std::slice::from_raw_parts(text, len));
                 }
                 ffi::LUA_TNUMBER => {
-                    args.push(format_g17(ffi::lua_tonumber(state, index)).into_bytes());
+                    arg.extend_from_slice(format_g17(ffi::lua_tonumber(state, index)).as_bytes());
                 }
                 _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
             }
         }
-        Ok(args)
+        Ok(())
     }
 }
 
