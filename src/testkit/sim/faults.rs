@@ -354,8 +354,9 @@ pub(crate) async fn nemesis(world: super::world::Shared, faults: Vec<Fault>) {
 /// Whether `node` could have answered `client` in time during `window`
 /// (virtual times): no fault that stops, cuts or slows it past
 /// `node_timeout` lasted the whole window, and none that kills or
-/// quarantines it began before the window and lasted into it. `quarantine`: the longest
-/// restart-guard quarantine in force, when the guard is on; `trusted`:
+/// quarantines it began before the window and lasted into it. `quarantine`:
+/// the shortest restart-guard quarantine a restarted node may keep, when
+/// the guard is on; `trusted`:
 /// when the operator's `init_nodes` ended (zero if it never ran), before
 /// which a restart, flush or failover may have been followed by the node
 /// being marked trusted at once. Used to tell which refusals a call could
@@ -375,8 +376,23 @@ pub fn answers(
     // it answered before the fault began: only a fault in force for the
     // whole call rules an answer out, and a slow link only if its round
     // trip alone exceeds the node timeout.
-    let covers = |f: &Fault| f.at <= from && to <= f.at + f.lasts;
-    faults.iter().all(|f| {
+    // A link has one state: a fault that sets the same one, begins later
+    // and is in force during the call replaces it (a node slowed by 371
+    // ms, then by 45 ms, answers at the second pace; the first comes back
+    // only when the second ends).
+    let covers = |i: usize, f: &Fault| {
+        f.at <= from
+            && to <= f.at + f.lasts
+            && !faults.iter().enumerate().any(|(j, g)| {
+                j != i
+                    && g.at >= f.at
+                    && g.at <= to
+                    && (g.kind.instant() || from < g.at + g.lasts)
+                    && same_state(&f.kind, &g.kind, client)
+            })
+    };
+    faults.iter().enumerate().all(|(i, f)| {
+        let covers = |f: &Fault| covers(i, f);
         let hit = match f.kind {
             FaultKind::Slow { node: n, by } => n == node && by * 2 >= node_timeout && covers(f),
             FaultKind::Hang { node: n } | FaultKind::DropReplies { node: n } => {
@@ -413,6 +429,21 @@ pub fn answers(
         let f = Fault { lasts, ..f.clone() };
         !(hit && overlaps(&f, reach))
     })
+}
+
+/// Whether `a` and `b` set the same link state for `client`'s calls to
+/// one node (node-wide faults set every link of their node). A process's
+/// faults never free one another: a restart or a hang's end brings back
+/// the hang or kill still in force.
+fn same_state(a: &FaultKind, b: &FaultKind, client: usize) -> bool {
+    let link = |kind: &FaultKind| match *kind {
+        FaultKind::Slow { node, .. } | FaultKind::DropReplies { node } => Some(node),
+        FaultKind::Cut { client: c, node } | FaultKind::Reset { client: c, node } => {
+            (c == client).then_some(node)
+        }
+        _ => None,
+    };
+    matches!((link(a), link(b)), (Some(x), Some(y)) if x == y)
 }
 
 #[cfg(test)]
@@ -468,6 +499,39 @@ mod tests {
         let cut = |client| FaultKind::Cut { client, node: 0 };
         assert!(!answers_the_call(&fault(cut(0), 0, 1000)));
         assert!(answers_the_call(&fault(cut(1), 0, 1000)));
+    }
+
+    #[test]
+    fn a_slow_node_whose_slowness_a_later_fault_replaced_can_answer() {
+        let slow = |by: u32, at, lasts| {
+            fault(
+                FaultKind::Slow {
+                    node: 0,
+                    by: MS * by,
+                },
+                at,
+                lasts,
+            )
+        };
+        let window = (MS * 100, MS * 200);
+        let check =
+            |faults: &[Fault]| answers(faults, 0, 0, window, MS * 200, (None, Duration::ZERO));
+        let too_slow = slow(150, 0, 1000);
+        assert!(!check(&too_slow));
+        // Slowed less from 50 ms, or from 150 ms (during the call).
+        for at in [50, 150] {
+            let faults = [too_slow.clone(), slow(10, at, 1000)].concat();
+            assert!(check(&faults), "replaced at {at} ms");
+        }
+        // A later fault on another node, or one over before the first,
+        // replaces nothing.
+        let other = fault(FaultKind::Slow { node: 1, by: MS }, 50, 1000);
+        assert!(!check(&[too_slow.clone(), other].concat()));
+        let before = slow(10, 0, 10);
+        assert!(!check(&[before, slow(150, 20, 1000)].concat()));
+        // One that began later but ended before the call gave the first
+        // back.
+        assert!(!check(&[too_slow.clone(), slow(10, 50, 20)].concat()));
     }
 
     #[test]
