@@ -43,7 +43,7 @@ use crate::value::HOLD_ID_MARK;
 pub(crate) const PRELUDE: &str = r"
 local function now()
   local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 local function refit(key, at)
   local latest = 0

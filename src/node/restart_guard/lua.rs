@@ -28,7 +28,9 @@ use crate::node::scripts::{
 /// found by a plain search for its line's start (`\n` and its name), and
 /// its value is the rest of that line: a pattern searched from the start
 /// would be tried at every position before it, and even one anchored
-/// there tests its value a character at a time, in every vote.
+/// there tests its value a character at a time, in every vote. `TIME`'s
+/// strings go into arithmetic as they are: Lua 5.1's `tonumber` parses a
+/// string twice.
 const READ: &str = r"
 local function info_field(text, name)
   local at = string.find(text, name, 1, true)
@@ -42,7 +44,7 @@ local run = info_field(redis.call('info', 'server'), '\nrun_id:')
 if not run then return redis.error_reply('ERR restart guard: no run_id in INFO server') end
 local repl = info_field(redis.call('info', 'replication'), '\nmaster_replid:')
 local t = redis.call('time')
-local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local at = t[1] * 1000 + math.floor(t[2] / 1000)
 local rec = redis.call('hmget', guard_key, 'run_id', 'since', 'q', 'replid')
 local kept = tonumber(rec[3])
 local fresh = rec[1] ~= run or not tonumber(rec[2]) or (repl and rec[4] and rec[4] ~= repl)
