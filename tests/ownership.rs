@@ -184,3 +184,52 @@ async fn extend_moves_the_deadline_and_the_ttl_on_every_node() {
     }
     guard.release().await.expect("release");
 }
+
+/// An extension never shortens a node's TTL: to a shorter TTL it lowers
+/// the guard's deadline and leaves each node the longer one. So an older,
+/// shorter extension that reaches a node after a newer, longer one (calls
+/// on several connections may overtake each other) cannot cut the time a
+/// quorum counted. Plain and reentrant locks alike.
+#[tokio::test]
+async fn an_extension_to_a_shorter_ttl_lowers_the_deadline_and_shortens_no_node() {
+    let nodes = nodes();
+    let urls = nodes.direct_urls();
+    let redlock = redlock(&nodes.urls(), fast_config());
+    let plain = unique("shorter");
+    let reentrant = unique("shorter-reentrant");
+    let options = redquorum::LockOptions::new().owner("worker-1");
+    let mut guards = vec![
+        redlock
+            .try_lock(&plain, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        redlock
+            .lock_with(&reentrant, Duration::from_secs(60), &options)
+            .await
+            .unwrap(),
+    ];
+    for (guard, resource) in guards.iter_mut().zip([&plain, &reentrant]) {
+        let key = key(resource);
+        let pttl = |url: &String| query::<i64>(url, redis::cmd("PTTL").arg(&key)).unwrap();
+        assert!(
+            eventually(Duration::from_secs(5), || urls
+                .iter()
+                .all(|u| pttl(u) > 50_000))
+            .await
+        );
+        guard.extend(Duration::from_secs(2)).await.expect("extend");
+        assert!(guard.remaining() <= Duration::from_secs(2));
+        // Every node answered by now or soon: none holds less than before.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        for url in &urls {
+            assert!(
+                pttl(url) > 50_000,
+                "{resource}: PTTL {} on {url}",
+                pttl(url)
+            );
+        }
+    }
+    for guard in guards {
+        guard.release().await.expect("release");
+    }
+}
