@@ -198,8 +198,12 @@ impl LockGuard {
         }
     }
 
-    /// Sets the lock's TTL to `ttl` from now on every node that still holds
-    /// our value, and moves the deadline accordingly. A key that is gone
+    /// Gives the lock at least `ttl` from now on every node that still holds
+    /// our value (a node with more left keeps it: an extension never
+    /// shortens a key), and moves the deadline to what `ttl` allows, lower
+    /// too. So two extensions of one lock can reach a node in either order
+    /// (calls on several connections may overtake each other) and it still
+    /// holds what the later round counted. A key that is gone
     /// from a node is never created again, unless
     /// [`Config::with_reseed_restarted_nodes`](crate::Config::with_reseed_restarted_nodes)
     /// is on; then it is set again there once this extension reached a quorum.
@@ -227,9 +231,10 @@ impl LockGuard {
     /// Cancel safe. Before anything is sent, the deadline is lowered to what
     /// the new TTL allows if that is earlier, so a cancelled extension (some
     /// nodes may have the new TTL) never leaves the guard claiming more than
-    /// the nodes hold; a later round of this lock reaches each node after
-    /// this one's calls. Extensions of one guard (yours and the watchdog's)
-    /// run one at a time.
+    /// the nodes hold; a later round of this lock is sent to each node once
+    /// this one's call there is over, and whichever of the two lands last,
+    /// the node keeps the longer TTL. Extensions of one guard (yours and the
+    /// watchdog's) run one at a time.
     pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
         let ttl = Ttl::new(ttl, self.shared.config())?;
         self.held.extend_round(&self.shared, &ttl).await

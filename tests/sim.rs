@@ -63,20 +63,6 @@ fn known_open(violation: &str) -> bool {
     KNOWN_OPEN.iter().any(|known| violation.contains(known))
 }
 
-/// Seeds that show a defect not fixed yet: each must still fail with a
-/// violation containing its text. A fix makes its test fail until the
-/// seed moves to `sim-seeds.txt`.
-const KNOWN_OPEN_SEEDS: &[(u64, &str)] = &[
-    // A client with several connections, its traffic held for 571 ms: an
-    // explicit extend to 462 ms, written in the hold, timed out; the
-    // watchdog's round of 1,076 ms, written near the hold's end, left
-    // with it and was granted by a quorum, but on two of those nodes the
-    // older, shorter PEXPIRE landed after it (calls on different
-    // connections may overtake each other), and the guard claimed 1.02 s
-    // that two nodes held.
-    (649_448_673, "only 2 nodes hold it that long"),
-];
-
 /// `SIM_FAIL_FAST=1`: stop at the first failing seed, unshrunk.
 fn fail_fast() -> bool {
     std::env::var("SIM_FAIL_FAST").is_ok_and(|v| v.trim() == "1")
@@ -129,21 +115,6 @@ fn the_regression_seeds_pass() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
-}
-
-#[test]
-fn the_known_open_seeds_still_show_their_defect() {
-    for &(seed, shows) in KNOWN_OPEN_SEEDS {
-        let report = run(&Plan {
-            seed,
-            ..Plan::default()
-        });
-        assert!(
-            report.violations.iter().any(|v| v.contains(shows)),
-            "seed {seed} no longer shows \"{shows}\" (fixed? move it to sim-seeds.txt): {:?}",
-            report.violations
-        );
-    }
 }
 
 #[test]

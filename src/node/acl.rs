@@ -83,7 +83,7 @@ pub(crate) fn unnamed(script: &Lua, failure: NodeFailure) -> NodeFailure {
 /// `table.unpack` since 5.2).
 pub(crate) const DIAGNOSE_LUA: &str = r"
 local unpack = table.unpack or unpack
-local shapes = { set = {'v'}, pexpire = {'1'}, hget = {'f'}, hexists = {'f'}, hdel = {'f'},
+local shapes = { set = {'v'}, pexpire = {'1'}, pttl = {}, hget = {'f'}, hexists = {'f'}, hdel = {'f'},
   hset = {'f', 'v'}, hsetnx = {'f', 'v'}, hincrby = {'f', '1'}, hmget = {'f'} }
 for i = 1, #ARGV do
   local cmd = ARGV[i]
@@ -118,11 +118,11 @@ mod tests {
     #[test]
     fn redis_6_and_7_refusals_are_named_by_the_line_of_the_script() {
         use crate::node::scripts::EXTEND;
-        // Line 8 of EXTEND calls pexpire (`ours` takes the first lines).
-        let redis62 = "Error running script (call to f_7282): @user_script:8: @user_script: 8: \
+        // Line 9 of EXTEND calls pexpire (`ours` takes the first lines).
+        let redis62 = "Error running script (call to f_7282): @user_script:9: @user_script: 9: \
                        The user executing the script can't run this command or subcommand";
         let redis70 = "The user executing the script can't run this command or subcommand \
-                       script: 7282ccf73c46a4672b663d324d195f26c0a61fbc, on @user_script:8.";
+                       script: 7282ccf73c46a4672b663d324d195f26c0a61fbc, on @user_script:9.";
         for message in [redis62, redis70] {
             let named = named(&EXTEND, &refused(message));
             let kind = named.as_ref().map(NodeFailure::kind);

@@ -110,6 +110,17 @@ impl Request {
         guard: Option<&RestartGuard>,
     ) -> Self {
         let scripts = Kind::of_value(value).scripts().extend();
+        #[cfg(feature = "sim")]
+        let scripts = if crate::controls::on(crate::testkit::sim::Control::RacingExtensions)
+            && !matches!(Kind::of_value(value), Kind::Reentrant)
+        {
+            (
+                &*super::scripts::EXTEND_SHORTENING,
+                &*super::restart_guard::GUARDED_EXTEND_SHORTENING,
+            )
+        } else {
+            scripts
+        };
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
     }
 

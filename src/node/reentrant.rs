@@ -122,8 +122,10 @@ return n
     )
 });
 
-/// Gives the hold the TTL from now, while the hold exists; the key then
-/// lives until the latest expiry among its holds. Never creates a key.
+/// Gives the hold the TTL from now, while the hold exists, unless it has
+/// more left (never shortened, as [`EXTEND`](crate::node::scripts::EXTEND));
+/// the key then lives until the latest expiry among its holds. Never
+/// creates a key.
 ///
 /// KEYS: the lock keys. ARGV[1]: the hold id, ARGV[2]: TTL in milliseconds.
 /// Returns 1 when every key has the hold, 0 otherwise (nothing changed).
@@ -139,8 +141,12 @@ for i = 1, #KEYS do
   end
 end
 local at = now()
+local expiry = at + tonumber(ARGV[2])
 for i = 1, #KEYS do
-  redis.call('hset', KEYS[i], 'hold:' .. ARGV[1], at + tonumber(ARGV[2]))
+  local field = 'hold:' .. ARGV[1]
+  if (tonumber(redis.call('hget', KEYS[i], field)) or 0) < expiry then
+    redis.call('hset', KEYS[i], field, expiry)
+  end
   refit(KEYS[i], at)
 end
 return 1

@@ -88,11 +88,15 @@ return deleted_keys
     ))
 });
 
-/// Compare-and-pexpire. Never creates a key.
+/// Compare-and-pexpire. Never creates a key, never shortens one.
 ///
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
-/// Returns 1 when every key holds our value and got the new TTL, 0 when any
-/// key is missing or not ours (nothing is changed then).
+/// Returns 1 when every key holds our value and now lives at least the new
+/// TTL (a key with more left keeps it), 0 when any key is missing or not
+/// ours (nothing is changed then). Never shortening makes the order in
+/// which a node receives two extensions of one lock not matter: an older,
+/// shorter one that lands after a newer one (calls on several connections
+/// may overtake each other) cannot cut what the newer round counted.
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| with_ours(EXTEND_LUA));
 
 /// The body of [`EXTEND`], after [`OURS`] (the restart guard runs it after
@@ -102,17 +106,39 @@ for i = 1, #KEYS do
   if not ours(redis.pcall('get', KEYS[i])) then return 0 end
 end
 for i = 1, #KEYS do
+  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
+end
+return 1
+";
+
+/// [`EXTEND_LUA`] as it was before extensions stopped shortening keys: a
+/// plain `PEXPIRE`. The simulation's `RacingExtensions` negative control
+/// puts it back with the race of extension rounds it made unsafe.
+#[cfg(feature = "sim")]
+pub(crate) const EXTEND_SHORTENING_LUA: &str = r"
+for i = 1, #KEYS do
+  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
+end
+for i = 1, #KEYS do
   redis.call('pexpire', KEYS[i], ARGV[2])
 end
 return 1
 ";
 
+/// [`EXTEND`] with [`EXTEND_SHORTENING_LUA`]'s body.
+#[cfg(feature = "sim")]
+pub(crate) static EXTEND_SHORTENING: LazyLock<Lua> =
+    LazyLock::new(|| with_ours(EXTEND_SHORTENING_LUA));
+
 /// Compare-and-pexpire that tells a missing key from a foreign one.
 ///
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.
-/// Returns 1 when every key holds our value and got the new TTL; 0 when any
-/// key holds another value; -1 when no key is foreign but some are missing
-/// (a restarted node). Nothing is changed unless it returns 1.
+/// Returns 1 when every key holds our value and now lives at least the new
+/// TTL (never shortened, as [`EXTEND`]); 0 when any key holds another
+/// value; -1 when no key is foreign but some are missing (a restarted
+/// node). Nothing is changed unless it returns 1.
 pub(crate) static EXTEND_OR_MISSING: LazyLock<Lua> =
     LazyLock::new(|| with_ours(EXTEND_OR_MISSING_LUA));
 
@@ -129,7 +155,9 @@ for i = 1, #KEYS do
 end
 if missing then return -1 end
 for i = 1, #KEYS do
-  redis.call('pexpire', KEYS[i], ARGV[2])
+  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
 end
 return 1
 ";

@@ -148,6 +148,17 @@ end
 pub(crate) static GUARDED_EXTEND: LazyLock<Lua> =
     LazyLock::new(|| lua(&format!("{}{OURS}{EXTEND_LUA}", announce())));
 
+/// [`GUARDED_EXTEND`] as it was before extensions stopped shortening keys,
+/// for the simulation's `RacingExtensions` negative control.
+#[cfg(feature = "sim")]
+pub(crate) static GUARDED_EXTEND_SHORTENING: LazyLock<Lua> = LazyLock::new(|| {
+    lua(&format!(
+        "{}{OURS}{}",
+        announce(),
+        crate::node::scripts::EXTEND_SHORTENING_LUA
+    ))
+});
+
 /// [`EXTEND_OR_MISSING`](crate::node::scripts::EXTEND_OR_MISSING) that
 /// announces the quarantine first, as [`GUARDED_EXTEND`].
 pub(crate) static GUARDED_EXTEND_OR_MISSING: LazyLock<Lua> =

@@ -34,7 +34,9 @@ pub enum Control {
     ReleaseWithoutCompare,
     /// Extension rounds of one lock run at once (the watchdog's beside an
     /// explicit `extend`), neither waiting for the other nor chained
-    /// after its calls: the race the round lock closed.
+    /// after its calls, and an extension's `PEXPIRE` shortens a key again:
+    /// the race the round lock closed, which extensions that never shorten
+    /// a key also make harmless.
     RacingExtensions,
     /// The workload forgets (`mem::forget`) auto-extended guards, their
     /// watchdogs running: tasks that outlive their work.
