@@ -115,8 +115,8 @@ impl Request {
             && !matches!(Kind::of_value(value), Kind::Reentrant)
         {
             (
-                &*super::scripts::EXTEND_SHORTENING,
-                &*super::restart_guard::GUARDED_EXTEND_SHORTENING,
+                &*crate::testkit::sim::shortening::EXTEND,
+                &*crate::testkit::sim::shortening::GUARDED_EXTEND,
             )
         } else {
             scripts

@@ -113,25 +113,6 @@ end
 return 1
 ";
 
-/// [`EXTEND_LUA`] as it was before extensions stopped shortening keys: a
-/// plain `PEXPIRE`. The simulation's `RacingExtensions` negative control
-/// puts it back with the race of extension rounds it made unsafe.
-#[cfg(feature = "sim")]
-pub(crate) const EXTEND_SHORTENING_LUA: &str = r"
-for i = 1, #KEYS do
-  if not ours(redis.pcall('get', KEYS[i])) then return 0 end
-end
-for i = 1, #KEYS do
-  redis.call('pexpire', KEYS[i], ARGV[2])
-end
-return 1
-";
-
-/// [`EXTEND`] with [`EXTEND_SHORTENING_LUA`]'s body.
-#[cfg(feature = "sim")]
-pub(crate) static EXTEND_SHORTENING: LazyLock<Lua> =
-    LazyLock::new(|| with_ours(EXTEND_SHORTENING_LUA));
-
 /// Compare-and-pexpire that tells a missing key from a foreign one.
 ///
 /// KEYS: the lock keys. ARGV[1]: our value, ARGV[2]: new TTL in milliseconds.

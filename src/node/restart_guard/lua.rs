@@ -148,16 +148,13 @@ end
 pub(crate) static GUARDED_EXTEND: LazyLock<Lua> =
     LazyLock::new(|| lua(&format!("{}{OURS}{EXTEND_LUA}", announce())));
 
-/// [`GUARDED_EXTEND`] as it was before extensions stopped shortening keys,
-/// for the simulation's `RacingExtensions` negative control.
+/// `body` after what [`GUARDED_EXTEND`] runs before its own: the
+/// announcement of the quarantine and `ours` (for the simulation's
+/// negative controls).
 #[cfg(feature = "sim")]
-pub(crate) static GUARDED_EXTEND_SHORTENING: LazyLock<Lua> = LazyLock::new(|| {
-    lua(&format!(
-        "{}{OURS}{}",
-        announce(),
-        crate::node::scripts::EXTEND_SHORTENING_LUA
-    ))
-});
+pub(crate) fn announced(body: &str) -> Lua {
+    lua(&format!("{}{OURS}{body}", announce()))
+}
 
 /// [`EXTEND_OR_MISSING`](crate::node::scripts::EXTEND_OR_MISSING) that
 /// announces the quarantine first, as [`GUARDED_EXTEND`].

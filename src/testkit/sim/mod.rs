@@ -53,6 +53,7 @@ mod reasons;
 mod report;
 mod rng;
 mod run;
+pub(crate) mod shortening;
 mod strict;
 mod traced;
 mod workload;
