@@ -109,10 +109,11 @@ impl Request {
         ttl_ms: &str,
         guard: Option<&RestartGuard>,
     ) -> Self {
-        let scripts = Kind::of_value(value).scripts().extend();
+        let kind = Kind::of_value(value);
+        let scripts = kind.scripts().extend();
         #[cfg(feature = "sim")]
         let scripts = if crate::controls::on(crate::testkit::sim::Control::RacingExtensions)
-            && !matches!(Kind::of_value(value), Kind::Reentrant)
+            && !matches!(kind, Kind::Reentrant)
         {
             (
                 &*crate::testkit::sim::shortening::EXTEND,

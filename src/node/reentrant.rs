@@ -142,8 +142,8 @@ for i = 1, #KEYS do
 end
 local at = now()
 local expiry = at + tonumber(ARGV[2])
+local field = 'hold:' .. ARGV[1]
 for i = 1, #KEYS do
-  local field = 'hold:' .. ARGV[1]
   if (tonumber(redis.call('hget', KEYS[i], field)) or 0) < expiry then
     redis.call('hset', KEYS[i], field, expiry)
   end

@@ -145,13 +145,11 @@ end
 /// first ([`announce`]): an extension is no new vote, so a quarantine does
 /// not stop it, but it gives a node that restarted its holder's quarantine,
 /// and a node that keeps another one refuses it.
-pub(crate) static GUARDED_EXTEND: LazyLock<Lua> =
-    LazyLock::new(|| lua(&format!("{}{OURS}{EXTEND_LUA}", announce())));
+pub(crate) static GUARDED_EXTEND: LazyLock<Lua> = LazyLock::new(|| announced(EXTEND_LUA));
 
-/// `body` after what [`GUARDED_EXTEND`] runs before its own: the
-/// announcement of the quarantine and `ours` (for the simulation's
-/// negative controls).
-#[cfg(feature = "sim")]
+/// `body` after what every guarded extension runs before its own: the
+/// announcement of the quarantine and `ours` (the simulation's negative
+/// controls make theirs with it too).
 pub(crate) fn announced(body: &str) -> Lua {
     lua(&format!("{}{OURS}{body}", announce()))
 }
@@ -159,7 +157,7 @@ pub(crate) fn announced(body: &str) -> Lua {
 /// [`EXTEND_OR_MISSING`](crate::node::scripts::EXTEND_OR_MISSING) that
 /// announces the quarantine first, as [`GUARDED_EXTEND`].
 pub(crate) static GUARDED_EXTEND_OR_MISSING: LazyLock<Lua> =
-    LazyLock::new(|| lua(&format!("{}{OURS}{EXTEND_OR_MISSING_LUA}", announce())));
+    LazyLock::new(|| announced(EXTEND_OR_MISSING_LUA));
 
 /// [`REENTRANT_EXTEND`](crate::node::reentrant::REENTRANT_EXTEND) that
 /// announces the quarantine first, as [`GUARDED_EXTEND`].
