@@ -20,7 +20,18 @@
 //! HOLDERS="1000 10000 100000" TTL_MS=30000 SECS=40 cargo run --release --features testkit --example holders
 //! ```
 //!
-//! `TTL_MS` (default 3000) is each lock's TTL: the watchdog extends a lock
+//! With `CALLGRIND_DIR` set (by `scripts/holders-instructions.sh`, which
+//! starts the servers under `valgrind --tool=callgrind` writing there), it
+//! also prints the servers' instructions per extended lock: their counters
+//! are zeroed before the hold and dumped after it, minus their idle rate
+//! (measured first, before any lock is taken) over the hold.
+//!
+//! An extended lock is counted on the servers, as `PEXPIRE` calls (an
+//! extension raises each key's TTL with one) over the number of nodes,
+//! so the figure holds whether extensions are sent one call per lock or
+//! batched.
+//!
+//! `NODE_TIMEOUT_MS` (default 100) is the node timeout. `TTL_MS` (default 3000) is each lock's TTL: the watchdog extends a lock
 //! when a third of it is left, so about every `2/3 x TTL`. One process,
 //! two runtime threads; the servers run on the same two cores.
 
@@ -59,22 +70,74 @@ fn cpu_time(pid: &str) -> Duration {
     Duration::from_secs_f64(ticks as f64 / per_sec.max(1) as f64)
 }
 
-/// `EVALSHA` calls and their total time in microseconds on one node since
-/// its last `CONFIG RESETSTAT`.
-fn evalsha_stats(conn: &mut redis::Connection) -> (u64, u64) {
+/// One node's counts since its last `CONFIG RESETSTAT`: `EVALSHA` calls,
+/// their total time in microseconds, and `PEXPIRE` calls (from scripts).
+fn command_stats(conn: &mut redis::Connection) -> [u64; 3] {
     let info: redis::RedisResult<redis::InfoDict> =
         redis::cmd("INFO").arg("commandstats").query(conn);
-    let line: String = info
-        .ok()
-        .and_then(|info| info.get("cmdstat_evalsha"))
-        .unwrap_or_default();
-    let value = |name: &str| -> u64 {
+    let info = info.ok();
+    let stat = |command: &str, name: &str| -> u64 {
+        let line: String = (info.as_ref())
+            .and_then(|info| info.get(&format!("cmdstat_{command}")))
+            .unwrap_or_default();
         line.split(',')
             .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    (value("calls"), value("usec"))
+    [
+        stat("evalsha", "calls"),
+        stat("evalsha", "usec"),
+        stat("pexpire", "calls"),
+    ]
+}
+
+/// The servers under callgrind: zeroes their counters, and later dumps
+/// them and sums what they counted since.
+struct Callgrind {
+    dir: String,
+    pids: Vec<String>,
+    dumps: u32,
+}
+
+impl Callgrind {
+    fn from_env(pids: &[String]) -> Option<Self> {
+        let dir = std::env::var("CALLGRIND_DIR").ok()?;
+        Some(Callgrind {
+            dir,
+            pids: pids.to_vec(),
+            dumps: 0,
+        })
+    }
+
+    fn control(&self, flag: &str) {
+        for pid in &self.pids {
+            let _ = std::process::Command::new("callgrind_control")
+                .args([flag, pid])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+
+    fn zero(&self) {
+        self.control("-z");
+    }
+
+    /// Instructions over the five servers since the last `zero`.
+    fn dump(&mut self) -> u64 {
+        self.control("-d");
+        self.dumps += 1;
+        let summary = |pid: &String| -> u64 {
+            let path = format!("{}/cg.{pid}.{}", self.dir, self.dumps);
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            (text.lines())
+                .find_map(|line| line.strip_prefix("summary: "))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        self.pids.iter().map(summary).sum()
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -102,8 +165,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut stats: Vec<redis::Connection> = (0..cluster.len())
         .map(|i| cluster.connection(i))
         .collect::<Result<_, _>>()?;
+    let mut callgrind = Callgrind::from_env(&pids);
+    // The servers' instructions per second with no traffic.
+    let idle_rate = match &mut callgrind {
+        Some(callgrind) => {
+            callgrind.zero();
+            let start = Instant::now();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            callgrind.dump() as f64 / start.elapsed().as_secs_f64()
+        }
+        None => 0.0,
+    };
     let urls = nodes.direct_urls();
-    let redlock = Redlock::new(urls.iter().map(String::as_str))?;
+    // Under callgrind the servers answer far slower than the default
+    // node timeout allows.
+    let node_timeout = Duration::from_millis(env_u64("NODE_TIMEOUT_MS", 100));
+    let config = redquorum::Config::default().with_node_timeout(node_timeout);
+    let redlock = Redlock::with_config(urls.iter().map(String::as_str), config)?;
     // Connections and scripts first.
     redlock
         .try_lock("holders:warm", ttl)
@@ -139,17 +217,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             redis::cmd("CONFIG").arg("RESETSTAT").exec(conn)?;
         }
         let servers = |pids: &[String]| pids.iter().map(|p| cpu_time(p)).sum::<Duration>();
+        if let Some(callgrind) = &callgrind {
+            callgrind.zero();
+        }
         let (client0, servers0, start) = (cpu_time("self"), servers(&pids), Instant::now());
         tokio::time::sleep(secs).await;
         let elapsed = start.elapsed();
+        let instructions = (callgrind.as_mut())
+            .map(|callgrind| callgrind.dump() as f64 - idle_rate * start.elapsed().as_secs_f64());
         let client = cpu_time("self").saturating_sub(client0);
         let server = servers(&pids).saturating_sub(servers0);
-        let (calls, usec) = stats
+        let [calls, usec, raised] = stats
             .iter_mut()
-            .map(evalsha_stats)
-            .fold((0, 0), |(c, u), (calls, usec)| (c + calls, u + usec));
-        // One extension round: one EVALSHA on each of the five nodes.
-        let rounds = calls as f64 / urls.len() as f64;
+            .map(command_stats)
+            .fold([0; 3], |[c, u, p], [calls, usec, raised]| {
+                [c + calls, u + usec, p + raised]
+            });
+        // One extended lock: one PEXPIRE on each of the five nodes.
+        let rounds = raised as f64 / urls.len() as f64;
 
         let mut latencies = Vec::new();
         let probe_end = Instant::now() + probe_secs;
@@ -179,12 +264,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  client memory per held lock: {per_lock:.0} bytes");
         println!(
             "  extension rounds: {:.0}/s; per extended lock: client CPU {:.1} us, \
-             server CPU {:.1} us, server script time {:.1} us (5 nodes)",
+             server CPU {:.1} us, server script time {:.1} us (5 nodes); \
+             {:.1} locks per EVALSHA",
             rounds / elapsed.as_secs_f64(),
             per_round(client),
             per_round(server),
             usec as f64 / rounds.max(1.0),
+            raised as f64 / calls.max(1) as f64,
         );
+        if let Some(instructions) = instructions {
+            println!(
+                "  server instructions per extended lock (5 nodes, idle subtracted): {:.0}",
+                instructions / rounds.max(1.0)
+            );
+        }
         println!(
             "  try_lock of a new resource while held: p50 {:.0} us, p99 {:.0} us ({} probes)",
             percentile(&latencies, 0.5).as_secs_f64() * 1e6,
