@@ -66,6 +66,22 @@ pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
     crate::ttl::retry_pause(base, base / 2, unit)
 }
 
+/// When a watchdog extends: the watchdogs of one `Redlock` extend on a
+/// grid of instants, so that locks due within one step of it extend
+/// together and their calls to each node go out in one batch
+/// (`node::batch`) instead of one call per lock. Extending up to a step
+/// early costs the lock nothing.
+///
+/// `due` brought forward to the last point at or before it of the grid
+/// that starts at `epoch` with a step of a hundredth of `ttl` (1 to
+/// 100 ms); `due` itself when it is before `epoch`.
+pub(crate) fn on_grid(epoch: Instant, due: Instant, ttl: Duration) -> Instant {
+    let step = (ttl / 100).clamp(Duration::from_millis(1), Duration::from_millis(100));
+    let since = due.saturating_duration_since(epoch).as_nanos();
+    let aligned = u64::try_from(since - since % step.as_nanos()).unwrap_or(u64::MAX);
+    (epoch + Duration::from_nanos(aligned)).min(due)
+}
+
 /// Marks the lock lost and says why.
 fn declare_lost((shared, held): (&Shared, &Held), why: &'static str) {
     held.lose(shared.config());
@@ -93,7 +109,11 @@ async fn run(shared: Arc<Shared>, held: Arc<Held>) {
             );
             return;
         }
-        let due = deadline.checked_sub(lead).unwrap_or(now);
+        let due = on_grid(
+            shared.epoch(),
+            deadline.checked_sub(lead).unwrap_or(now),
+            ttl.ttl,
+        );
         if now < due {
             tokio::select! {
                 () = tokio::time::sleep_until(due) => {}
@@ -187,6 +207,31 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn extensions_fall_on_a_grid_of_a_hundredth_of_the_ttl_never_later() {
+        let epoch = Instant::now();
+        let ttl = 3000 * MS;
+        assert_eq!(on_grid(epoch, epoch + 65 * MS, ttl), epoch + 60 * MS);
+        assert_eq!(on_grid(epoch, epoch + 60 * MS, ttl), epoch + 60 * MS);
+        // A TTL of a minute: steps of 100 ms at most; of 50 ms, of 1 ms.
+        assert_eq!(
+            on_grid(epoch, epoch + 1234 * MS, 60_000 * MS),
+            epoch + 1200 * MS
+        );
+        assert_eq!(
+            on_grid(epoch, epoch + 1234 * MS, 50 * MS),
+            epoch + 1234 * MS
+        );
+        // Before the grid begins: as due.
+        let early = epoch.checked_sub(5 * MS).unwrap_or(epoch);
+        assert_eq!(on_grid(epoch, early, ttl), early);
+        // Far from the origin (more steps than a u32 counts), still a step.
+        let far = epoch + Duration::from_secs(60 * 86_400) + 7 * MS;
+        assert_eq!(on_grid(epoch, far, 50 * MS), far);
+        let far_due = epoch + Duration::from_secs(60 * 86_400) + 37 * MS;
+        assert_eq!(on_grid(epoch, far_due, ttl), far_due - 7 * MS);
+    }
 
     #[test]
     fn retry_pause_is_a_jittered_twentieth_of_the_ttl_within_bounds() {

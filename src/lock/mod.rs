@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pending: Pending,
     /// Turns of the watchdogs' extension rounds ([`WATCHDOG_ROUNDS`]).
     watchdog_rounds: Semaphore,
+    /// The origin of the grid the watchdogs' extensions fall on.
+    epoch: Instant,
     /// On a Redis Cluster: which master serves each node (feature
     /// `cluster`).
     #[cfg(feature = "cluster")]
@@ -90,9 +92,16 @@ impl Shared {
             background,
             pending: Pending::default(),
             watchdog_rounds: Semaphore::new(WATCHDOG_ROUNDS),
+            epoch: Instant::now(),
             #[cfg(feature = "cluster")]
             placement: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The origin of the grid the watchdogs' extensions fall on
+    /// (`watchdog::on_grid`): when this `Redlock` was made.
+    pub(crate) fn epoch(&self) -> Instant {
+        self.epoch
     }
 
     /// A turn for one watchdog extension round ([`WATCHDOG_ROUNDS`]), or
@@ -160,7 +169,7 @@ impl Shared {
         let request = Arc::new(request);
         let call = |node: &Arc<Node>| {
             let (node, request) = (Arc::clone(node), Arc::clone(&request));
-            async move { read(node.send::<R>(&request).await?) }
+            async move { read(node.send_batched::<R>(&request).await?) }
         };
         let chained = (leftover, chain);
         quorum::fan_out(op, &self.nodes, self.quorum, chained, call, granted).await

@@ -38,6 +38,12 @@ fn the_documented_acl_lines_allow_every_command_of_their_scripts() {
     let core: [&Lua; 5] = [&ACQUIRE_ALL, &RELEASE, &EXTEND, &EXTEND_OR_MISSING, &RESEED];
     assert_documented(&["core"], &core);
     assert_documented(&["core"], &[&FENCED_ACQUIRE, &FENCE_WRITE_BACK]);
+    use crate::node::batch::*;
+    assert_documented(&["core"], &[&BATCHED_EXTEND, &BATCHED_EXTEND_OR_MISSING]);
+    assert_documented(
+        &["core", "restart-guard"],
+        &[&GUARDED_BATCHED_EXTEND, &GUARDED_BATCHED_EXTEND_OR_MISSING],
+    );
     assert_documented(
         &["core", "reentrant"],
         &[&REENTRANT_ACQUIRE, &REENTRANT_RELEASE, &REENTRANT_EXTEND],

@@ -4,6 +4,7 @@
 //! [`scripts`](super::scripts)); the [`Grant`] it carries says which reply
 //! is a vote for it.
 
+use super::batch::{EXTEND_OR_MISSING_TWINS, EXTEND_TWINS};
 use super::kind::Kind;
 use super::request::{Grant, Request, command};
 use super::restart_guard::{GUARDED_EXTEND_OR_MISSING, GUARDED_FENCE_WRITE_BACK, RestartGuard};
@@ -112,17 +113,21 @@ impl Request {
         let kind = Kind::of_value(value);
         let scripts = kind.scripts().extend();
         #[cfg(feature = "sim")]
-        let scripts = if crate::controls::on(crate::testkit::sim::Control::RacingExtensions)
+        if crate::controls::on(crate::testkit::sim::Control::RacingExtensions)
             && !matches!(kind, Kind::Reentrant)
         {
-            (
+            let shortening = (
                 &*crate::testkit::sim::shortening::EXTEND,
                 &*crate::testkit::sim::shortening::GUARDED_EXTEND,
-            )
-        } else {
-            scripts
-        };
-        Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
+            );
+            return Request::vote_script(shortening, guard, keys, &[value, ttl_ms], Grant::Int(1));
+        }
+        let request = Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1));
+        match kind {
+            // A hash of holds is extended on its own.
+            Kind::Reentrant => request,
+            Kind::Plain | Kind::Fenced => request.batchable(&EXTEND_TWINS, guard.is_some()),
+        }
     }
 
     /// Compare-and-pexpire that tells a missing key from a foreign one
@@ -136,6 +141,7 @@ impl Request {
     ) -> Self {
         let scripts = (&*EXTEND_OR_MISSING, &*GUARDED_EXTEND_OR_MISSING);
         Request::vote_script(scripts, guard, keys, &[value, ttl_ms], Grant::Int(1))
+            .batchable(&EXTEND_OR_MISSING_TWINS, guard.is_some())
     }
 
     /// Sets the missing keys to our value (`SET NX PX`). Granted when done;

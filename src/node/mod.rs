@@ -5,6 +5,7 @@
 pub(crate) mod acl;
 #[cfg(test)]
 mod acl_docs;
+pub(crate) mod batch;
 mod call;
 pub(crate) mod commands;
 pub(crate) mod kind;
@@ -38,7 +39,7 @@ use crate::error::failure::{FailureKind, NodeFailure};
 use crate::error::{NodeOutcome, Result};
 
 /// Why one call to one node did not give an answer.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum NodeError {
     /// No answer within the node timeout.
     TimedOut,
@@ -137,6 +138,8 @@ pub(crate) struct Node {
     /// `NOSCRIPT` in time, so deletes are sent after the script's load
     /// ([`Node::send`]).
     doubts_scripts: std::sync::atomic::AtomicBool,
+    /// Extensions waiting to be sent together ([`batch`]).
+    batch: batch::Queue,
     /// The restart guard, when it is on.
     pub(crate) restart_guard: Option<restart_guard::RestartGuard>,
     /// The simulated node this one talks to instead (feature `sim`).
@@ -169,6 +172,7 @@ impl Node {
             labels: crate::metrics::NodeLabels::new(&server),
             newest_answer: observe::NewestAnswer::default(),
             doubts_scripts: std::sync::atomic::AtomicBool::new(false),
+            batch: batch::Queue::default(),
             server,
             conn: Mutex::new(Conns {
                 client,

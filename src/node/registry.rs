@@ -8,6 +8,10 @@
 
 use std::sync::LazyLock;
 
+use super::batch::{
+    BATCHED_EXTEND, BATCHED_EXTEND_OR_MISSING, GUARDED_BATCHED_EXTEND,
+    GUARDED_BATCHED_EXTEND_OR_MISSING,
+};
 use super::kind::Kind;
 use super::restart_guard::{
     GUARDED_EXTEND_OR_MISSING, GUARDED_FENCE_WRITE_BACK, MARK_TRUSTED, SET_QUARANTINE, SPREAD,
@@ -18,7 +22,7 @@ use super::scripts::{EXTEND_OR_MISSING, FENCE_WRITE_BACK, INSPECT, RESEED};
 
 /// The scripts no kind of lock owns as one of its steps ([`Kind`]'s
 /// scripts are listed by it).
-static OTHERS: [Registered; 11] = [
+static OTHERS: [Registered; 15] = [
     entry("extend_or_missing", &EXTEND_OR_MISSING, Some(1)),
     entry(
         "guarded_extend_or_missing",
@@ -36,6 +40,19 @@ static OTHERS: [Registered; 11] = [
     entry("set_quarantine", &SET_QUARANTINE, None),
     entry("spread", &SPREAD, None),
     entry("vouch_counters", &VOUCH_COUNTERS, None),
+    // A TTL per lock: the fault proxy knows their layout (`batch::is_batched`).
+    entry("batched_extend", &BATCHED_EXTEND, None),
+    entry("guarded_batched_extend", &GUARDED_BATCHED_EXTEND, None),
+    entry(
+        "batched_extend_or_missing",
+        &BATCHED_EXTEND_OR_MISSING,
+        None,
+    ),
+    entry(
+        "guarded_batched_extend_or_missing",
+        &GUARDED_BATCHED_EXTEND_OR_MISSING,
+        None,
+    ),
 ];
 
 /// Every script the library sends but `DIAGNOSE` (the ACL check): each
@@ -67,7 +84,7 @@ mod tests {
 
     #[test]
     fn every_script_is_listed_once_and_the_kinds_share_what_they_share() {
-        assert_eq!(SCRIPTS.len(), 23);
+        assert_eq!(SCRIPTS.len(), 27);
         for (i, script) in SCRIPTS.iter().enumerate() {
             let hash = script.script.get_hash();
             let twins = SCRIPTS[i + 1..]

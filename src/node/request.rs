@@ -35,6 +35,9 @@ pub(crate) struct Request {
     /// For a vote or an extension: the instant after which it is not sent
     /// again after `NOSCRIPT` ([`Request::resent_by`]).
     pub(super) resend_by: Option<Instant>,
+    /// For an extension: the batched script that may carry it with other
+    /// locks' extensions ([`Request::batchable`]).
+    pub(super) batch: Option<&'static super::batch::Batchable>,
 }
 
 impl Request {
@@ -45,6 +48,7 @@ impl Request {
             script: None,
             grant,
             resend_by: None,
+            batch: None,
         }
     }
 
@@ -80,6 +84,7 @@ impl Request {
             script: Some(script),
             grant,
             resend_by: None,
+            batch: None,
         }
     }
 

@@ -64,7 +64,7 @@ end
 /// client with the guard off) is given the announced one. A record that
 /// keeps another quarantine is refused with `QUARANTINE_MISMATCH <kept>
 /// <announced> ...`: no vote, no extension.
-fn announce() -> String {
+pub(crate) fn announce() -> String {
     format!(
         r"
 local guard_key = table.remove(KEYS)

@@ -41,6 +41,9 @@ pub enum Control {
     /// The workload forgets (`mem::forget`) auto-extended guards, their
     /// watchdogs running: tasks that outlive their work.
     LeakedWatchdog,
+    /// A batch of extensions (`node::batch`) hands its per-lock results
+    /// to the locks in reverse order.
+    CrossedBatch,
 }
 
 /// What to run.

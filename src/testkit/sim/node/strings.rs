@@ -1,5 +1,5 @@
 //! String and key commands: `SET`, `GET`, `DEL`, `EXISTS`, `PTTL`,
-//! `TTL`, `PEXPIRE`, `TYPE`, `APPEND`, as Redis 7.0 runs them.
+//! `TTL`, `PEXPIRE`, `MGET`, `TYPE`, `APPEND`, as Redis 7.0 runs them.
 
 use super::core::{Core, at, is};
 use super::keyspace::{Data, Entry};
@@ -22,6 +22,20 @@ pub(super) fn get(core: &mut Core, args: &[Vec<u8>]) -> Reply {
         Some(Data::Str(value)) => Reply::bulk(value.clone()),
         Some(_) => wrong_type(),
     }
+}
+
+/// `MGET key [key ...]`: each key's string value, nil for a key that is
+/// missing or holds another type.
+pub(super) fn mget(core: &mut Core, args: &[Vec<u8>]) -> Reply {
+    let now = core.ms();
+    Reply::Array(
+        (args.iter().skip(1))
+            .map(|key| match core.keys.get(key, now).map(|e| &e.data) {
+                Some(Data::Str(value)) => Reply::bulk(value.clone()),
+                _ => Reply::Nil,
+            })
+            .collect(),
+    )
 }
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`.

@@ -99,7 +99,7 @@ static CLIENT: [Spec; 2] = [
 
 /// Every command, in order of name (lower case), which [`lookup`]'s
 /// index by first letter needs.
-pub(super) static COMMANDS: [Spec; 42] = [
+pub(super) static COMMANDS: [Spec; 43] = [
     cmd("append", 3, WRITE, strings::append),
     cmd("auth", -2, NOSCRIPT, server::auth),
     container("client", NOSCRIPT, &CLIENT),
@@ -124,6 +124,7 @@ pub(super) static COMMANDS: [Spec; 42] = [
     cmd("hset", -4, WRITE, hashes::hset),
     cmd("hsetnx", 4, WRITE, hashes::hsetnx),
     cmd("info", -1, 0, server::info),
+    cmd("mget", -2, 0, strings::mget),
     cmd("pexpire", -3, WRITE, strings::pexpire),
     cmd("ping", -1, 0, server::ping),
     cmd("psubscribe", -2, NOSCRIPT, server::subscribe),

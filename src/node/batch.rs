@@ -1,0 +1,494 @@
+//! Extensions of many locks on one node in one script call.
+//!
+//! Many held locks come due for extension together (their watchdogs wake
+//! on a shared grid of instants, [`Shared::extension_due`](crate::lock::Shared)).
+//! Each extension round's call to a node joins the node's [`Queue`]; the
+//! call that finds the queue empty lets its own task's other calls join
+//! (one yield), then starts a task that first lets the runtime run the
+//! other tasks' calls ready at that instant (one more yield), then takes
+//! the queue and sends each group of calls that run the same script
+//! as one `EVALSHA` of that script's batched twin, whose reply is one
+//! result per lock, the reply the lock's own script would have given. A
+//! call alone in its group is sent as it is.
+//!
+//! Nothing of a round changes: each call still waits for its node's call
+//! of the lock's previous round before it joins the queue, counts against
+//! its round's deadline while it waits there, and a call whose round gave
+//! up before the queue was taken is not sent at all. What changes is the
+//! node's work: one command, one script call and, with the restart guard,
+//! one reading of the guard's record, for every lock of the batch.
+
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use redis::{Arg, Cmd, FromRedisValue, Value};
+use tokio::sync::oneshot;
+
+use super::request::{Grant, Request};
+use super::restart_guard::announce;
+use super::script::{Lua, lua};
+use super::{Node, NodeError, NodeResult};
+use crate::error::failure::{FailureKind, NodeFailure};
+
+/// The most calls one batched `EVALSHA` carries.
+const MOST: usize = 512;
+
+/// A script whose calls may share one call with other locks' calls.
+pub(crate) struct Batchable {
+    /// The batched twin.
+    script: &'static LazyLock<Lua>,
+    /// Whether the script is the restart guard's: the record's key and the
+    /// quarantine end its KEYS and ARGV, once for the whole batch.
+    guarded: bool,
+}
+
+/// Lua: the batch of the extend family, after `prelude` and a function
+/// `other(key, v)` that gives the result for a lock whose key does not
+/// hold our value (`v`, false when missing or not a string).
+///
+/// KEYS: one key per lock. ARGV[1]: the TTL in milliseconds, the same for
+/// every lock of the batch; ARGV[1 + i]: lock i's value. Returns one
+/// result per lock, in order: 1 when the key holds the lock's value
+/// (marked or not) and now lives at least the TTL (never shortened, as
+/// [`EXTEND`](super::scripts::EXTEND)), else what `other` says. The
+/// values are read with one `MGET`; the TTL is raised with `PEXPIRE ..
+/// GT` where the server has it (7.0 and later), else after a `PTTL`.
+const BATCH_LUA: &str = r"
+local unpack = table.unpack or unpack
+local ttl = ARGV[1]
+local gt = (redis.REDIS_VERSION_NUM or 0) >= 458752
+local found = redis.call('mget', unpack(KEYS))
+local results = {}
+for i = 1, #KEYS do
+  local v, mine = found[i], ARGV[i + 1]
+  if v == mine or v == mine .. '+' then
+    if gt then
+      redis.call('pexpire', KEYS[i], ttl, 'gt')
+    elseif redis.call('pttl', KEYS[i]) < tonumber(ttl) then
+      redis.call('pexpire', KEYS[i], ttl)
+    end
+    results[i] = 1
+  else
+    results[i] = other(KEYS[i], v)
+  end
+end
+return results
+";
+
+/// `other` for [`EXTEND`](super::scripts::EXTEND)'s batch: 0.
+const NOT_OURS: &str = "local function other(key, v) return 0 end\n";
+
+/// `other` for [`EXTEND_OR_MISSING`](super::scripts::EXTEND_OR_MISSING)'s
+/// batch: -1 when the key is missing, 0 when it holds something else.
+const MISSING_OR_NOT_OURS: &str = r"
+local function other(key, v)
+  if not v and redis.call('exists', key) == 0 then return -1 end
+  return 0
+end
+";
+
+fn batched(prelude: &str, other: &str) -> Lua {
+    lua(&format!("{prelude}{other}{BATCH_LUA}"))
+}
+
+/// [`EXTEND`](super::scripts::EXTEND) for many locks.
+pub(crate) static BATCHED_EXTEND: LazyLock<Lua> = LazyLock::new(|| batched("", NOT_OURS));
+
+/// [`GUARDED_EXTEND`](super::restart_guard::GUARDED_EXTEND) for many
+/// locks: the quarantine is announced once.
+pub(crate) static GUARDED_BATCHED_EXTEND: LazyLock<Lua> =
+    LazyLock::new(|| batched(&announce(), NOT_OURS));
+
+/// [`EXTEND_OR_MISSING`](super::scripts::EXTEND_OR_MISSING) for many locks.
+pub(crate) static BATCHED_EXTEND_OR_MISSING: LazyLock<Lua> =
+    LazyLock::new(|| batched("", MISSING_OR_NOT_OURS));
+
+/// [`GUARDED_EXTEND_OR_MISSING`](super::restart_guard::GUARDED_EXTEND_OR_MISSING)
+/// for many locks.
+pub(crate) static GUARDED_BATCHED_EXTEND_OR_MISSING: LazyLock<Lua> =
+    LazyLock::new(|| batched(&announce(), MISSING_OR_NOT_OURS));
+
+/// The batched twins of `EXTEND` and its guarded version.
+pub(crate) static EXTEND_TWINS: (Batchable, Batchable) = (
+    Batchable {
+        script: &BATCHED_EXTEND,
+        guarded: false,
+    },
+    Batchable {
+        script: &GUARDED_BATCHED_EXTEND,
+        guarded: true,
+    },
+);
+
+/// The batched twins of `EXTEND_OR_MISSING` and its guarded version.
+pub(crate) static EXTEND_OR_MISSING_TWINS: (Batchable, Batchable) = (
+    Batchable {
+        script: &BATCHED_EXTEND_OR_MISSING,
+        guarded: false,
+    },
+    Batchable {
+        script: &GUARDED_BATCHED_EXTEND_OR_MISSING,
+        guarded: true,
+    },
+);
+
+/// Whether `sha` is a batched script, whose ARGV[1] is the TTL of every
+/// lock it carries (for the fault proxy, which rewrites TTLs).
+#[cfg(feature = "testkit")]
+pub(crate) fn is_batched(sha: &str) -> bool {
+    [
+        &BATCHED_EXTEND,
+        &GUARDED_BATCHED_EXTEND,
+        &BATCHED_EXTEND_OR_MISSING,
+        &GUARDED_BATCHED_EXTEND_OR_MISSING,
+    ]
+    .iter()
+    .any(|script| script.get_hash().eq_ignore_ascii_case(sha))
+}
+
+/// One call waiting in a node's queue.
+struct Entry {
+    request: Arc<Request>,
+    twin: &'static Batchable,
+    reply: oneshot::Sender<NodeResult<Value>>,
+}
+
+/// A node's calls waiting to be sent together.
+#[derive(Default)]
+pub(crate) struct Queue {
+    waiting: Mutex<Vec<Entry>>,
+}
+
+impl Queue {
+    /// Adds `entry`; true when the queue was empty (the caller starts the
+    /// task that sends it).
+    fn push(&self, entry: Entry) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.push(entry);
+        waiting.len() == 1
+    }
+
+    fn take(&self) -> Vec<Entry> {
+        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The parts of one lock's call in a batch: its key, its value and TTL
+/// and, for a guarded script, the record's key and the quarantine. `None`
+/// for a call not of that shape (a lock of several keys is extended on
+/// its own).
+#[derive(PartialEq, Eq)]
+struct Parts<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+    ttl: &'a [u8],
+    tail: Option<(&'a [u8], &'a [u8])>,
+}
+
+fn parts(cmd: &Cmd, guarded: bool) -> Option<Parts<'_>> {
+    let args: Vec<&[u8]> = (cmd.args_iter().skip(2))
+        .map(|arg| match arg {
+            Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    match (guarded, args.as_slice()) {
+        (false, [b"1", key, value, ttl]) => Some(Parts {
+            key,
+            value,
+            ttl,
+            tail: None,
+        }),
+        (true, [b"2", key, record, value, ttl, quarantine]) => Some(Parts {
+            key,
+            value,
+            ttl,
+            tail: Some((record, quarantine)),
+        }),
+        _ => None,
+    }
+}
+
+/// Whether two calls may share a batch: the same TTL and, when guarded,
+/// the same record and quarantine (always true of one client's calls to
+/// one node; checked, not assumed).
+fn shareable(a: &Parts<'_>, b: &Parts<'_>) -> bool {
+    a.ttl == b.ttl && a.tail == b.tail
+}
+
+/// One `EVALSHA` of `twin` carrying `calls` (all [`shareable`]).
+fn combined(twin: &Batchable, calls: &[Parts<'_>]) -> Cmd {
+    let first = calls.first();
+    let tail = first.and_then(|c| c.tail);
+    let mut cmd = Cmd::new();
+    cmd.arg("EVALSHA")
+        .arg(twin.script.get_hash())
+        .arg(calls.len() + usize::from(tail.is_some()));
+    for call in calls {
+        cmd.arg(call.key);
+    }
+    if let Some((record, _)) = tail {
+        cmd.arg(record);
+    }
+    cmd.arg(first.map_or(&b"0"[..], |c| c.ttl));
+    for call in calls {
+        cmd.arg(call.value);
+    }
+    if let Some((_, quarantine)) = tail {
+        cmd.arg(quarantine);
+    }
+    cmd
+}
+
+impl Request {
+    /// This request, sent in a batch with other locks' calls of the same
+    /// script on each node when they are due together (`twins`: the
+    /// batched script and its guarded version; which one follows from
+    /// whether the request is guarded).
+    pub(crate) fn batchable(self, twins: &'static (Batchable, Batchable), guarded: bool) -> Self {
+        Request {
+            batch: Some(if guarded { &twins.1 } else { &twins.0 }),
+            ..self
+        }
+    }
+}
+
+impl Node {
+    /// [`send`](Node::send) `request`, in a batch with other calls to this
+    /// node if it is [`batchable`](Request::batchable).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a call dropped before its batch is sent is not sent.
+    pub(crate) async fn send_batched<T: FromRedisValue>(
+        self: &Arc<Self>,
+        request: &Arc<Request>,
+    ) -> NodeResult<T> {
+        let Some(twin) = request.batch else {
+            return self.send(request).await;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return self.send(request).await;
+        };
+        let (reply, answer) = oneshot::channel();
+        let entry = Entry {
+            request: Arc::clone(request),
+            twin,
+            reply,
+        };
+        if self.batch.push(entry) {
+            // The calls this task makes at the same instant (extensions
+            // joined together) join the queue before its sender starts;
+            // the sender starts however this wait ends, dropped included.
+            let starter = Starter {
+                node: Arc::clone(self),
+                runtime,
+            };
+            tokio::task::yield_now().await;
+            drop(starter);
+        }
+        let value = answer.await.map_err(|_| lost())??;
+        T::from_redis_value(value).map_err(|e| NodeError::redis(&e.into()))
+    }
+}
+
+/// Starts the task that sends a node's queue when dropped.
+struct Starter {
+    node: Arc<Node>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Drop for Starter {
+    fn drop(&mut self) {
+        self.runtime.spawn(flush(Arc::clone(&self.node)));
+    }
+}
+
+/// Why a call has no answer when its batch's task ended without one (its
+/// runtime shut down).
+fn lost() -> NodeError {
+    NodeError::Failed(NodeFailure::new(
+        FailureKind::Io,
+        "the batch carrying this call ended without an answer",
+    ))
+}
+
+/// Sends what `node`'s queue holds once the calls ready now have joined.
+async fn flush(node: Arc<Node>) {
+    tokio::task::yield_now().await;
+    let mut entries = node.batch.take();
+    // Calls whose round gave up are not sent.
+    entries.retain(|entry| !entry.reply.is_closed());
+    let sends = grouped(entries)
+        .into_iter()
+        .map(|group| send_group(&node, group));
+    futures_util::future::join_all(sends).await;
+}
+
+/// The entries in groups that may share a call: the same twin and
+/// [`shareable`], at most [`MOST`]; an entry of another shape alone.
+fn grouped(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
+    let mut groups: Vec<Vec<Entry>> = Vec::new();
+    for entry in entries {
+        let fits = |group: &&mut Vec<Entry>| {
+            let Some(first) = group.first() else {
+                return false;
+            };
+            let guarded = entry.twin.guarded;
+            let (a, b) = (
+                parts(&first.request.cmd, guarded),
+                parts(&entry.request.cmd, guarded),
+            );
+            std::ptr::eq(first.twin, entry.twin)
+                && group.len() < MOST
+                && a.zip(b).is_some_and(|(a, b)| shareable(&a, &b))
+        };
+        match groups.iter_mut().find(fits) {
+            Some(group) => group.push(entry),
+            None => groups.push(vec![entry]),
+        }
+    }
+    groups
+}
+
+/// Sends one group and hands each call its answer: a call alone as it
+/// is, several in one call of their twin.
+async fn send_group(node: &Node, group: Vec<Entry>) {
+    let request = match group.as_slice() {
+        [_] | [] => None,
+        [first, ..] => {
+            let twin = first.twin;
+            let calls: Option<Vec<Parts<'_>>> = (group.iter())
+                .map(|entry| parts(&entry.request.cmd, twin.guarded))
+                .collect();
+            calls.map(|calls| Request {
+                cmd: combined(twin, &calls),
+                script: Some(&**twin.script),
+                grant: Grant::NotNil,
+                resend_by: group.iter().filter_map(|e| e.request.resend_by).min(),
+                batch: None,
+            })
+        }
+    };
+    let Some(request) = request else {
+        for entry in group {
+            let answer = bounded(node, &entry.request).await;
+            let _ = entry.reply.send(answer);
+        }
+        return;
+    };
+    let answer = bounded(node, &request).await;
+    let count = group.len();
+    match answer {
+        Ok(Value::Array(results)) if results.len() == count => {
+            #[cfg(feature = "sim")]
+            let results = crossed(results);
+            for (entry, result) in group.into_iter().zip(results) {
+                let _ = entry.reply.send(Ok(result));
+            }
+        }
+        Ok(other) => {
+            let failure = NodeFailure::new(
+                FailureKind::Other,
+                format!("a batch of {count} extensions was answered {other:?}"),
+            );
+            for entry in group {
+                let _ = entry.reply.send(Err(NodeError::Failed(failure.clone())));
+            }
+        }
+        Err(error) => {
+            for entry in group {
+                let _ = entry.reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
+
+/// [`Node::send`] of `request`, given up after one node timeout: no call
+/// it carries waits longer (each is dropped at its round's deadline, at
+/// most a node timeout after it joined the queue), and a node that never
+/// answers must not keep the sender alive.
+async fn bounded(node: &Node, request: &Request) -> NodeResult<Value> {
+    match tokio::time::timeout(node.timeout(), node.send::<Value>(request)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(NodeError::TimedOut),
+    }
+}
+
+/// Under the simulation's `CrossedBatch` control (a negative control),
+/// the results in reverse order.
+#[cfg(feature = "sim")]
+fn crossed(mut results: Vec<Value>) -> Vec<Value> {
+    if crate::controls::on(crate::testkit::sim::Control::CrossedBatch) {
+        results.reverse();
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::scripts::EXTEND;
+
+    fn request(keys: &[&str], ttl: &str, guarded: bool) -> Request {
+        let mut keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        let mut args = vec!["value", ttl];
+        if guarded {
+            keys.push("{g}".to_owned());
+            args.push("9000");
+        }
+        Request::script(&EXTEND, &keys, &args, Grant::Int(1))
+    }
+
+    fn strings(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_lists_every_locks_key_then_the_ttl_then_every_value() {
+        let (a, b) = (
+            request(&["k1"], "3000", false),
+            request(&["k2"], "3000", false),
+        );
+        let calls = [parts(&a.cmd, false).unwrap(), parts(&b.cmd, false).unwrap()];
+        assert!(shareable(&calls[0], &calls[1]));
+        let cmd = combined(&EXTEND_TWINS.0, &calls);
+        let hash = BATCHED_EXTEND.get_hash();
+        let want = ["EVALSHA", hash, "2", "k1", "k2", "3000", "value", "value"];
+        assert_eq!(strings(&cmd), want);
+    }
+
+    #[test]
+    fn a_guarded_batch_names_the_record_and_the_quarantine_once_at_the_end() {
+        let (a, b) = (
+            request(&["k1"], "3000", true),
+            request(&["k2"], "3000", true),
+        );
+        let calls = [parts(&a.cmd, true).unwrap(), parts(&b.cmd, true).unwrap()];
+        let cmd = combined(&EXTEND_TWINS.1, &calls);
+        let args = strings(&cmd);
+        assert_eq!(
+            &args[2..],
+            ["3", "k1", "k2", "{g}", "3000", "value", "value", "9000"]
+        );
+    }
+
+    #[test]
+    fn only_calls_of_one_key_and_the_same_ttl_share_a_batch() {
+        let several = request(&["k1", "k2"], "3000", false);
+        assert!(parts(&several.cmd, false).is_none());
+        assert!(parts(&request(&["k"], "3000", false).cmd, true).is_none());
+        let odd = Request::script(&EXTEND, &["k".to_owned()], &["v"], Grant::Int(1));
+        assert!(parts(&odd.cmd, false).is_none());
+        let (a, b) = (
+            request(&["k1"], "3000", false),
+            request(&["k2"], "4000", false),
+        );
+        let (a, b) = (parts(&a.cmd, false).unwrap(), parts(&b.cmd, false).unwrap());
+        assert!(!shareable(&a, &b));
+    }
+}
