@@ -297,6 +297,12 @@ fn the_checkers_see_extension_rounds_that_race() {
 }
 
 #[test]
+fn the_checkers_see_a_batch_of_extensions_that_crosses_its_results() {
+    let report = fires(Control::CrossedBatch, &["probe", "oracle"]);
+    assert!(report.is_some(), "no violation seen in 30 seeds");
+}
+
+#[test]
 fn the_checkers_see_a_watchdog_that_outlives_its_guard() {
     let report = fires(Control::LeakedWatchdog, &["growth"]);
     assert!(report.is_some(), "no growth seen in 30 seeds");

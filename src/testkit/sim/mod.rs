@@ -37,6 +37,7 @@
 //! ```
 
 mod batch;
+mod batched;
 mod checks;
 mod ended;
 pub mod faults;

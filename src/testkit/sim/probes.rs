@@ -68,6 +68,7 @@ pub(super) async fn run(
         forgotten(world, record, client, 0.7).await;
         lowered(world, record, client).await;
         follow(world, record, client).await;
+        super::batched::batched(world, record, client).await;
         if guarded {
             quarantine(world, record, client).await;
         }
@@ -903,7 +904,7 @@ impl Own {
 }
 
 /// Sets `key` to `value` on every node that is up; returns those nodes.
-fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
+pub(super) fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
     let up: Vec<usize> = {
         let world = world::lock(world);
         (0..world.node_count())
