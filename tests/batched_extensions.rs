@@ -220,3 +220,27 @@ async fn auto_extended_locks_due_together_are_extended_in_batches() {
         let _ = guard.release().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_whose_acl_predates_batches_still_extend_each_lock_on_its_own() {
+    // The documented user as it was before batches: no MGET.
+    let cluster = cluster(5);
+    let all: Vec<usize> = (0..cluster.len()).collect();
+    let before: Vec<String> = (common::acl::documented("core").into_iter())
+        .filter(|arg| arg != "+mget")
+        .collect();
+    common::acl::setuser(&cluster, &all, &before);
+    let urls = common::acl::locker_urls(&cluster);
+    let redlock = redlock(&urls, fast_config());
+    let mut guards = three(&redlock).await;
+    for result in extend_together(&mut guards).await {
+        assert!(result.is_ok(), "{result:?}");
+    }
+    for guard in &guards {
+        let ttl = pttl(&cluster.direct_url(0), &key(guard.resource()));
+        assert!(ttl > 50_000, "{}: PTTL {ttl}", guard.resource());
+    }
+    for guard in guards {
+        let _ = guard.release().await;
+    }
+}
