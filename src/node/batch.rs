@@ -395,6 +395,18 @@ async fn send_group(node: &Node, group: Vec<Entry>) {
                 let _ = entry.reply.send(Err(NodeError::Failed(failure.clone())));
             }
         }
+        // A node whose ACL predates batches (no MGET): each on its own,
+        // with the script it is allowed.
+        Err(NodeError::Failed(failure))
+            if matches!(failure.kind(), FailureKind::NoPermission { .. }) =>
+        {
+            tracing::debug!(node = node.name(), %failure, "batch refused; extensions sent one by one");
+            let alone = group.into_iter().map(|entry| async move {
+                let answer = bounded(node, &entry.request).await;
+                let _ = entry.reply.send(answer);
+            });
+            futures_util::future::join_all(alone).await;
+        }
         Err(error) => {
             for entry in group {
                 let _ = entry.reply.send(Err(error.clone()));
