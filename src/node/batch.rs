@@ -1,7 +1,7 @@
 //! Extensions of many locks on one node in one script call.
 //!
 //! Many held locks come due for extension together (their watchdogs wake
-//! on a shared grid of instants, [`Shared::extension_due`](crate::lock::Shared)).
+//! on a shared grid of instants, `watchdog::on_grid`).
 //! Each extension round's call to a node joins the node's [`Queue`]; the
 //! call that finds the queue empty lets its own task's other calls join
 //! (one yield), then starts a task that first lets the runtime run the
@@ -23,7 +23,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use redis::{Arg, Cmd, FromRedisValue, Value};
 use tokio::sync::oneshot;
 
-use super::request::{Grant, Request};
+use super::request::{Batchable, Grant, Request};
 use super::restart_guard::announce;
 use super::script::{Lua, lua};
 use super::{Node, NodeError, NodeResult};
@@ -31,15 +31,6 @@ use crate::error::failure::{FailureKind, NodeFailure};
 
 /// The most calls one batched `EVALSHA` carries.
 const MOST: usize = 512;
-
-/// A script whose calls may share one call with other locks' calls.
-pub(crate) struct Batchable {
-    /// The batched twin.
-    script: &'static LazyLock<Lua>,
-    /// Whether the script is the restart guard's: the record's key and the
-    /// quarantine end its KEYS and ARGV, once for the whole batch.
-    guarded: bool,
-}
 
 /// Lua: the batch of the extend family, after `prelude` and a function
 /// `other(key, v)` that gives the result for a lock whose key does not

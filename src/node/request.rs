@@ -27,6 +27,16 @@ impl Grant {
     }
 }
 
+/// A script whose calls may share one call with other locks' calls: its
+/// batched twin (`node::batch`).
+pub(crate) struct Batchable {
+    /// The batched twin.
+    pub(super) script: &'static std::sync::LazyLock<Lua>,
+    /// Whether the script is the restart guard's: the record's key and the
+    /// quarantine end its KEYS and ARGV, once for the whole batch.
+    pub(super) guarded: bool,
+}
+
 /// One command or script invocation, the same for every node of a round.
 pub(crate) struct Request {
     pub(super) cmd: Cmd,
@@ -37,7 +47,7 @@ pub(crate) struct Request {
     pub(super) resend_by: Option<Instant>,
     /// For an extension: the batched script that may carry it with other
     /// locks' extensions ([`Request::batchable`]).
-    pub(super) batch: Option<&'static super::batch::Batchable>,
+    pub(super) batch: Option<&'static Batchable>,
 }
 
 impl Request {
