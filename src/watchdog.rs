@@ -74,9 +74,11 @@ pub(crate) fn retry_pause(ttl: Duration, unit: f64) -> Duration {
 ///
 /// `due` brought forward to the last point at or before it of the grid
 /// that starts at `epoch` with a step of a hundredth of `ttl` (1 to
-/// 100 ms); `due` itself when it is before `epoch`.
+/// 10 ms: a longer step would gather more locks into one instant, a
+/// burst of rounds that delays the client's other calls); `due` itself
+/// when it is before `epoch`.
 pub(crate) fn on_grid(epoch: Instant, due: Instant, ttl: Duration) -> Instant {
-    let step = (ttl / 100).clamp(Duration::from_millis(1), Duration::from_millis(100));
+    let step = (ttl / 100).clamp(Duration::from_millis(1), Duration::from_millis(10));
     let since = due.saturating_duration_since(epoch).as_nanos();
     let aligned = u64::try_from(since - since % step.as_nanos()).unwrap_or(u64::MAX);
     (epoch + Duration::from_nanos(aligned)).min(due)
@@ -214,10 +216,10 @@ mod tests {
         let ttl = 3000 * MS;
         assert_eq!(on_grid(epoch, epoch + 65 * MS, ttl), epoch + 60 * MS);
         assert_eq!(on_grid(epoch, epoch + 60 * MS, ttl), epoch + 60 * MS);
-        // A TTL of a minute: steps of 100 ms at most; of 50 ms, of 1 ms.
+        // A TTL of a minute: steps of 10 ms at most; of 50 ms, of 1 ms.
         assert_eq!(
             on_grid(epoch, epoch + 1234 * MS, 60_000 * MS),
-            epoch + 1200 * MS
+            epoch + 1230 * MS
         );
         assert_eq!(
             on_grid(epoch, epoch + 1234 * MS, 50 * MS),

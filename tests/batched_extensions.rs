@@ -211,7 +211,7 @@ async fn auto_extended_locks_due_together_are_extended_in_batches() {
     assert!(extended, "every lock extended");
     let (evalsha, raised) = calls(&urls[0]);
     assert!(raised >= count, "{raised} extensions on node 0");
-    // One call per lock before batching; the grid's step here is 30 ms.
+    // One call per lock before batching; the grid's step here is 10 ms.
     assert!(
         evalsha * 4 <= raised,
         "{evalsha} calls carried {raised} extensions"

@@ -30,7 +30,7 @@ use super::{Node, NodeError, NodeResult};
 use crate::error::failure::{FailureKind, NodeFailure};
 
 /// The most calls one batched `EVALSHA` carries.
-const MOST: usize = 512;
+const MOST: usize = 128;
 
 /// Lua: the batch of the extend family, after `prelude` and a function
 /// `other(key, v)` that gives the result for a lock whose key does not
