@@ -176,27 +176,26 @@ struct Parts<'a> {
 }
 
 fn parts(cmd: &Cmd, guarded: bool) -> Option<Parts<'_>> {
-    let args: Vec<&[u8]> = (cmd.args_iter().skip(2))
-        .map(|arg| match arg {
-            Arg::Simple(bytes) => Some(bytes),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
-    match (guarded, args.as_slice()) {
-        (false, [b"1", key, value, ttl]) => Some(Parts {
-            key,
-            value,
-            ttl,
-            tail: None,
-        }),
-        (true, [b"2", key, record, value, ttl, quarantine]) => Some(Parts {
-            key,
-            value,
-            ttl,
-            tail: Some((record, quarantine)),
-        }),
+    let mut args = cmd.args_iter().skip(2).map(|arg| match arg {
+        Arg::Simple(bytes) => Some(bytes),
         _ => None,
-    }
+    });
+    let mut next = || args.next().flatten();
+    let count = next()?;
+    let key = next()?;
+    let record = if guarded { Some(next()?) } else { None };
+    let (value, ttl) = (next()?, next()?);
+    let tail = match record {
+        Some(record) => Some((record, next()?)),
+        None => None,
+    };
+    let expected: &[u8] = if guarded { b"2" } else { b"1" };
+    (count == expected && next().is_none()).then_some(Parts {
+        key,
+        value,
+        ttl,
+        tail,
+    })
 }
 
 /// Whether two calls may share a batch: the same TTL and, when guarded,
@@ -318,27 +317,33 @@ async fn flush(node: Arc<Node>) {
 /// The entries in groups that may share a call: the same twin and
 /// [`shareable`], at most [`MOST`]; an entry of another shape alone.
 fn grouped(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
-    let mut groups: Vec<Vec<Entry>> = Vec::new();
-    for entry in entries {
-        let fits = |group: &&mut Vec<Entry>| {
-            let Some(first) = group.first() else {
-                return false;
+    // Each group by the index of its first entry, whose parts it matches.
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    {
+        let parsed: Vec<Option<Parts<'_>>> = (entries.iter())
+            .map(|entry| parts(&entry.request.cmd, entry.twin.guarded))
+            .collect();
+        for (index, entry) in entries.iter().enumerate() {
+            let fits = |(first, members): &&mut (usize, Vec<usize>)| {
+                let same = |i: usize| parsed.get(i).and_then(Option::as_ref);
+                (entries.get(*first)).is_some_and(|f| std::ptr::eq(f.twin, entry.twin))
+                    && members.len() < MOST
+                    && (same(*first).zip(same(index))).is_some_and(|(a, b)| shareable(a, b))
             };
-            let guarded = entry.twin.guarded;
-            let (a, b) = (
-                parts(&first.request.cmd, guarded),
-                parts(&entry.request.cmd, guarded),
-            );
-            std::ptr::eq(first.twin, entry.twin)
-                && group.len() < MOST
-                && a.zip(b).is_some_and(|(a, b)| shareable(&a, &b))
-        };
-        match groups.iter_mut().find(fits) {
-            Some(group) => group.push(entry),
-            None => groups.push(vec![entry]),
+            match groups.iter_mut().find(fits) {
+                Some((_, members)) => members.push(index),
+                None => groups.push((index, vec![index])),
+            }
         }
     }
-    groups
+    let mut entries: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+    (groups.into_iter())
+        .map(|(_, members)| {
+            (members.into_iter())
+                .filter_map(|i| entries.get_mut(i).and_then(Option::take))
+                .collect()
+        })
+        .collect()
 }
 
 /// Sends one group and hands each call its answer: a call alone as it
@@ -478,6 +483,30 @@ mod tests {
             &args[2..],
             ["3", "k1", "k2", "{g}", "3000", "value", "value", "9000"]
         );
+    }
+
+    fn entry(request: Request, twin: &'static Batchable) -> Entry {
+        let (reply, _) = oneshot::channel();
+        Entry {
+            request: Arc::new(request),
+            twin,
+            reply,
+        }
+    }
+
+    #[test]
+    fn a_queue_groups_calls_by_script_and_ttl_and_caps_each_group() {
+        let mut entries: Vec<Entry> = (0..MOST + 1)
+            .map(|i| entry(request(&[&format!("k{i}")], "3000", false), &EXTEND_TWINS.0))
+            .collect();
+        entries.push(entry(request(&["t"], "4000", false), &EXTEND_TWINS.0));
+        entries.push(entry(
+            request(&["m"], "3000", false),
+            &EXTEND_OR_MISSING_TWINS.0,
+        ));
+        entries.push(entry(request(&["a", "b"], "3000", false), &EXTEND_TWINS.0));
+        let sizes: Vec<usize> = grouped(entries).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [MOST, 1, 1, 1, 1]);
     }
 
     #[test]
