@@ -53,6 +53,12 @@ async fn take(redlock: &Redlock, resource: &str, ttl: Duration) -> LockGuard {
     }
 }
 
+async fn release(guards: impl IntoIterator<Item = LockGuard>) {
+    for guard in guards {
+        let _ = guard.release().await;
+    }
+}
+
 /// Three locks of 10 s on five nodes, with the client `redlock`.
 async fn three(redlock: &Redlock) -> [LockGuard; 3] {
     let prefix = unique("batched");
@@ -114,9 +120,7 @@ async fn a_batch_extends_only_the_locks_that_are_ours(cluster: &LocalCluster, re
             );
         }
     }
-    for guard in guards {
-        let _ = guard.release().await;
-    }
+    release(guards).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,9 +175,7 @@ async fn a_batch_puts_a_lost_key_back_only_with_re_seeding_on() {
             back = is_back(&guards);
         }
         assert_eq!(back, reseed, "re-seeding {reseed}");
-        for guard in guards {
-            let _ = guard.release().await;
-        }
+        release(guards).await;
     }
 }
 
@@ -216,9 +218,7 @@ async fn auto_extended_locks_due_together_are_extended_in_batches() {
         evalsha * 4 <= raised,
         "{evalsha} calls carried {raised} extensions"
     );
-    for guard in guards {
-        let _ = guard.release().await;
-    }
+    release(guards).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,7 +247,5 @@ async fn nodes_whose_acl_predates_batches_still_extend_each_lock_on_its_own() {
     })
     .await;
     assert!(raised, "a node kept a lock's old TTL");
-    for guard in guards {
-        let _ = guard.release().await;
-    }
+    release(guards).await;
 }

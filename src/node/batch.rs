@@ -447,6 +447,11 @@ mod tests {
         Request::script(&EXTEND, &keys, &args, Grant::Int(1))
     }
 
+    /// Extensions of `k1` and `k2` to 3 s.
+    fn two(guarded: bool) -> [Request; 2] {
+        ["k1", "k2"].map(|key| request(&[key], "3000", guarded))
+    }
+
     fn strings(cmd: &Cmd) -> Vec<String> {
         cmd.args_iter()
             .map(|arg| match arg {
@@ -458,10 +463,7 @@ mod tests {
 
     #[test]
     fn a_batch_lists_every_locks_key_then_the_ttl_then_every_value() {
-        let (a, b) = (
-            request(&["k1"], "3000", false),
-            request(&["k2"], "3000", false),
-        );
+        let [a, b] = two(false);
         let calls = [parts(&a.cmd, false).unwrap(), parts(&b.cmd, false).unwrap()];
         assert!(shareable(&calls[0], &calls[1]));
         let cmd = combined(&EXTEND_TWINS.0, &calls);
@@ -472,10 +474,7 @@ mod tests {
 
     #[test]
     fn a_guarded_batch_names_the_record_and_the_quarantine_once_at_the_end() {
-        let (a, b) = (
-            request(&["k1"], "3000", true),
-            request(&["k2"], "3000", true),
-        );
+        let [a, b] = two(true);
         let calls = [parts(&a.cmd, true).unwrap(), parts(&b.cmd, true).unwrap()];
         let cmd = combined(&EXTEND_TWINS.1, &calls);
         let args = strings(&cmd);
