@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-build-deps.sh
-TESTS=${TESTS:-acl acquire bad_input cancel check contention faults_client fencing inspect lock_many managed noscript options ownership reentrant release_notifications restart_guard runtimes shutdown testkit}
+TESTS=${TESTS:-acl acquire bad_input batched_extensions cancel check contention faults_client fencing inspect lock_many managed noscript options ownership reentrant release_notifications restart_guard runtimes shutdown testkit}
 # The fault scenario of fencing (a thousand acquisitions under crashes, 35 s
 # of the 45 s of tests/fencing.rs) tests the client, not the server: it
 # runs on Debian's redis-server with the whole suite.

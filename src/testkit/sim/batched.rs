@@ -23,10 +23,12 @@ use crate::{Error, LockGuard};
 pub(super) async fn batched(world: &Shared, record: &Arc<Mutex<Record>>, client: &Client) {
     let (ours, taken_over) = (Own::new(client, "batch-a"), Own::new(client, "batch-b"));
     let redlock = &client.redlock;
-    let (Ok(mut first), Ok(mut second)) = futures_util::join!(
+    let (Ok(mut first), Ok(mut second)) = futures_util::future::join(
         redlock.lock(ours.resource.as_str(), ours.ttl),
-        redlock.lock(taken_over.resource.as_str(), taken_over.ttl)
-    ) else {
+        redlock.lock(taken_over.resource.as_str(), taken_over.ttl),
+    )
+    .await
+    else {
         settle(world, client).await;
         return;
     };
@@ -34,7 +36,7 @@ pub(super) async fn batched(world: &Shared, record: &Arc<Mutex<Record>>, client:
     let foreign = "someone-else";
     plant(world, &taken_over.key, foreign);
     let ttl = ours.ttl;
-    let (kept, gone) = futures_util::join!(first.extend(ttl), second.extend(ttl));
+    let (kept, gone) = futures_util::future::join(first.extend(ttl), second.extend(ttl)).await;
     if let Err(e) = &kept {
         violation(
             record,
