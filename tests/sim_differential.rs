@@ -409,6 +409,19 @@ fn random_script(rng: &mut Rng, library: &[(&'static str, String)]) -> (Step, St
             ([locks, vec![GUARD]].concat(), vec![value, ttl, q], true)
         }
         "guarded_reentrant_extend" => (vec![lock, GUARD], vec![hold, ttl, q], true),
+        // One key per lock; the TTL, then each lock's value.
+        "batched_extend" | "batched_extend_or_missing" => {
+            let values: Vec<&str> = locks.iter().map(|_| rng.pick(&VALUES[..3])).collect();
+            (locks, [vec![ttl], values].concat(), false)
+        }
+        "guarded_batched_extend" | "guarded_batched_extend_or_missing" => {
+            let values: Vec<&str> = locks.iter().map(|_| rng.pick(&VALUES[..3])).collect();
+            (
+                [locks, vec![GUARD]].concat(),
+                [vec![ttl], values, vec![q]].concat(),
+                true,
+            )
+        }
         "trust_status" | "mark_trusted" | "set_quarantine" | "spread" => {
             (vec![GUARD], vec![q], true)
         }
