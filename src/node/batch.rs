@@ -206,7 +206,7 @@ fn shareable(a: &Parts<'_>, b: &Parts<'_>) -> bool {
 }
 
 /// One `EVALSHA` of `twin` carrying `calls` (all [`shareable`]).
-fn combined(twin: &Batchable, calls: &[Parts<'_>]) -> Cmd {
+fn combined(twin: &Batchable, calls: &[&Parts<'_>]) -> Cmd {
     let first = calls.first();
     let tail = first.and_then(|c| c.tail);
     let mut cmd = Cmd::new();
@@ -310,65 +310,67 @@ async fn flush(node: Arc<Node>) {
     entries.retain(|entry| !entry.reply.is_closed());
     let sends = grouped(entries)
         .into_iter()
-        .map(|group| send_group(&node, group));
+        .map(|(group, batch)| send_group(&node, group, batch));
     futures_util::future::join_all(sends).await;
 }
 
 /// The entries in groups that may share a call: the same twin and
 /// [`shareable`], at most [`MOST`]; an entry of another shape alone.
-fn grouped(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
-    // Each group by the index of its first entry, whose parts it matches.
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    {
+/// Each group of several comes with the one request that carries it.
+fn grouped(entries: Vec<Entry>) -> Vec<(Vec<Entry>, Option<Request>)> {
+    // Each group as the indices of its entries, the first one's parts
+    // being what the others match.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let batches: Vec<Option<Request>> = {
         let parsed: Vec<Option<Parts<'_>>> = (entries.iter())
             .map(|entry| parts(&entry.request.cmd, entry.twin.guarded))
             .collect();
+        let same = |i: usize| parsed.get(i).and_then(Option::as_ref);
         for (index, entry) in entries.iter().enumerate() {
-            let fits = |(first, members): &&mut (usize, Vec<usize>)| {
-                let same = |i: usize| parsed.get(i).and_then(Option::as_ref);
-                (entries.get(*first)).is_some_and(|f| std::ptr::eq(f.twin, entry.twin))
+            let fits = |members: &&mut Vec<usize>| {
+                let first = members.first().copied().unwrap_or(index);
+                (entries.get(first)).is_some_and(|f| std::ptr::eq(f.twin, entry.twin))
                     && members.len() < MOST
-                    && (same(*first).zip(same(index))).is_some_and(|(a, b)| shareable(a, b))
+                    && (same(first).zip(same(index))).is_some_and(|(a, b)| shareable(a, b))
             };
             match groups.iter_mut().find(fits) {
-                Some((_, members)) => members.push(index),
-                None => groups.push((index, vec![index])),
+                Some(members) => members.push(index),
+                None => groups.push(vec![index]),
             }
         }
-    }
+        (groups.iter())
+            .map(|members| {
+                let calls: Vec<&Parts<'_>> = members.iter().filter_map(|&i| same(i)).collect();
+                let first = members.first().and_then(|&i| entries.get(i))?;
+                (calls.len() > 1).then(|| Request {
+                    cmd: combined(first.twin, &calls),
+                    script: Some(&**first.twin.script),
+                    grant: Grant::NotNil,
+                    resend_by: (members.iter())
+                        .filter_map(|&i| entries.get(i)?.request.resend_by)
+                        .min(),
+                    batch: None,
+                })
+            })
+            .collect()
+    };
     let mut entries: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
-    (groups.into_iter())
-        .map(|(_, members)| {
-            (members.into_iter())
+    (groups.into_iter().zip(batches))
+        .map(|(members, batch)| {
+            let group = (members.into_iter())
                 .filter_map(|i| entries.get_mut(i).and_then(Option::take))
-                .collect()
+                .collect();
+            (group, batch)
         })
         .collect()
 }
 
-/// Sends one group and hands each call its answer: a call alone as it
-/// is, several in one call of their twin.
-async fn send_group(node: &Node, group: Vec<Entry>) {
-    let request = match group.as_slice() {
-        [_] | [] => None,
-        [first, ..] => {
-            let twin = first.twin;
-            let calls: Option<Vec<Parts<'_>>> = (group.iter())
-                .map(|entry| parts(&entry.request.cmd, twin.guarded))
-                .collect();
-            calls.map(|calls| Request {
-                cmd: combined(twin, &calls),
-                script: Some(&**twin.script),
-                grant: Grant::NotNil,
-                resend_by: group.iter().filter_map(|e| e.request.resend_by).min(),
-                batch: None,
-            })
-        }
-    };
-    let Some(request) = request else {
+/// Sends one group and hands each call its answer: several in one call of
+/// their twin (`batch`), a call alone as it is.
+async fn send_group(node: &Node, group: Vec<Entry>, batch: Option<Request>) {
+    let Some(request) = batch else {
         for entry in group {
-            let answer = bounded(node, &entry.request).await;
-            let _ = entry.reply.send(answer);
+            alone(node, entry).await;
         }
         return;
     };
@@ -397,11 +399,8 @@ async fn send_group(node: &Node, group: Vec<Entry>) {
             if matches!(failure.kind(), FailureKind::NoPermission { .. }) =>
         {
             tracing::debug!(node = node.name(), %failure, "batch refused; extensions sent one by one");
-            let alone = group.into_iter().map(|entry| async move {
-                let answer = bounded(node, &entry.request).await;
-                let _ = entry.reply.send(answer);
-            });
-            futures_util::future::join_all(alone).await;
+            let each = group.into_iter().map(|entry| alone(node, entry));
+            futures_util::future::join_all(each).await;
         }
         Err(error) => {
             for entry in group {
@@ -409,6 +408,12 @@ async fn send_group(node: &Node, group: Vec<Entry>) {
             }
         }
     }
+}
+
+/// Sends `entry`'s own request and hands it the answer.
+async fn alone(node: &Node, entry: Entry) {
+    let answer = bounded(node, &entry.request).await;
+    let _ = entry.reply.send(answer);
 }
 
 /// [`Node::send`] of `request`, given up after one node timeout: no call
@@ -466,7 +471,7 @@ mod tests {
         let [a, b] = two(false);
         let calls = [parts(&a.cmd, false).unwrap(), parts(&b.cmd, false).unwrap()];
         assert!(shareable(&calls[0], &calls[1]));
-        let cmd = combined(&EXTEND_TWINS.0, &calls);
+        let cmd = combined(&EXTEND_TWINS.0, &[&calls[0], &calls[1]]);
         let hash = BATCHED_EXTEND.get_hash();
         let want = ["EVALSHA", hash, "2", "k1", "k2", "3000", "value", "value"];
         assert_eq!(strings(&cmd), want);
@@ -476,7 +481,7 @@ mod tests {
     fn a_guarded_batch_names_the_record_and_the_quarantine_once_at_the_end() {
         let [a, b] = two(true);
         let calls = [parts(&a.cmd, true).unwrap(), parts(&b.cmd, true).unwrap()];
-        let cmd = combined(&EXTEND_TWINS.1, &calls);
+        let cmd = combined(&EXTEND_TWINS.1, &[&calls[0], &calls[1]]);
         let args = strings(&cmd);
         assert_eq!(
             &args[2..],
@@ -504,7 +509,7 @@ mod tests {
             &EXTEND_OR_MISSING_TWINS.0,
         ));
         entries.push(entry(request(&["a", "b"], "3000", false), &EXTEND_TWINS.0));
-        let sizes: Vec<usize> = grouped(entries).iter().map(Vec::len).collect();
+        let sizes: Vec<usize> = grouped(entries).iter().map(|(g, _)| g.len()).collect();
         assert_eq!(sizes, [MOST, 1, 1, 1, 1]);
     }
 
