@@ -61,6 +61,14 @@ fn channel(resource: &str) -> String {
     format!("redquorum:released:{resource}")
 }
 
+/// A `Redlock` standing for another process: its releases reach the
+/// waiters of the `Redlock` under test only through the nodes' messages.
+async fn other_process(urls: &[String]) -> Redlock {
+    let holder = redlock(urls, fast_config());
+    warm_up(&holder).await;
+    holder
+}
+
 /// Spawns `lock()` on `resource`; the task returns the result and when it
 /// came back.
 fn wait_for(
@@ -79,9 +87,10 @@ async fn a_waiter_acquires_right_after_the_release_not_after_its_retry_delay() {
     let nodes = nodes();
     let urls = nodes.urls();
     let redlock = redlock(&urls, slow_retries(Duration::from_secs(2)));
+    let holder = other_process(&urls).await;
     warm_up(&redlock).await;
     let resource = unique("handoff");
-    let guard = hold(&redlock, &resource).await;
+    let guard = hold(&holder, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     // The waiter has failed once and subscribed on every node.
     assert_subscribed(&urls, &resource).await;
@@ -165,9 +174,10 @@ async fn when_nodes_refuse_pub_sub_locks_and_releases_still_work_through_the_ret
     }
     let delay = Duration::from_millis(800);
     let redlock = redlock(&urls, slow_retries(delay));
+    let holder = other_process(&urls).await;
     warm_up(&redlock).await;
     let resource = unique("handoff-acl");
-    let guard = hold(&redlock, &resource).await;
+    let guard = hold(&holder, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
@@ -197,9 +207,10 @@ async fn a_release_heard_from_fewer_than_a_quorum_of_nodes_still_wakes_the_waite
     }
     let delay = Duration::from_secs(5);
     let redlock = redlock(&urls, slow_retries(delay));
+    let holder = other_process(&urls).await;
     warm_up(&redlock).await;
     let resource = unique("handoff-minority");
-    let guard = hold(&redlock, &resource).await;
+    let guard = hold(&holder, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     let subscribed = eventually(Duration::from_secs(5), || {
         urls[3..]
@@ -281,9 +292,10 @@ async fn a_release_still_wakes_a_waiter_after_the_pub_sub_connections_are_killed
     let (urls, direct) = (cluster.urls(), cluster.direct_urls());
     let delay = Duration::from_secs(30);
     let redlock = redlock(&urls, slow_retries(delay));
+    let holder = other_process(&urls).await;
     warm_up(&redlock).await;
     let resource = unique("handoff-killed");
-    let guard = hold(&redlock, &resource).await;
+    let guard = hold(&holder, &resource).await;
     let waiter = wait_for(&redlock, &resource);
     let subscribed = eventually(Duration::from_secs(5), || {
         direct
@@ -330,11 +342,12 @@ async fn hold_retrying(redlock: &Redlock, resource: &str) -> LockGuard {
     panic!("holder: {last:?}")
 }
 
-/// Holds `resource`, lets a waiter wait with `delay` retries, releases and
-/// returns how long after the release the waiter got the lock (None: not
-/// within 10 s).
+/// Holds `resource` from another `Redlock`, lets a waiter of `redlock`
+/// wait with `delay` retries, releases and returns how long after the
+/// release the waiter got the lock (None: not within 10 s).
 async fn hand_off(redlock: &Redlock, urls: &[String], resource: &str) -> Option<Duration> {
-    let guard = hold_retrying(redlock, resource).await;
+    let holder = other_process(urls).await;
+    let guard = hold_retrying(&holder, resource).await;
     let waiter = wait_for(redlock, resource);
     // Give the waiter time to fail once and subscribe (if it can).
     eventually(Duration::from_secs(5), || {
@@ -480,4 +493,57 @@ async fn a_waiter_leaves_a_lock_value_of_an_earlier_version_as_it_is() {
         .release()
         .await
         .expect("release");
+}
+
+/// The lock value of `resource` on the node at `url` (direct).
+fn stored(url: &str, resource: &str) -> Option<String> {
+    let cmd = redis::cmd("GET")
+        .arg(format!("redquorum:lock:{resource}"))
+        .clone();
+    match query::<Option<String>>(url, &cmd) {
+        Ok(value) => value,
+        Err(e) => panic!("GET on {url}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_to_a_waiter_of_the_same_redlock_even_where_no_node_delivers_messages()
+ {
+    // Needs local nodes: it changes their ACL. No node can announce the
+    // release, so only the releasing `Redlock` itself can wake its waiter,
+    // whose SETs then follow the deletes on the same connections.
+    let cluster = cluster(5);
+    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
+    for url in &direct {
+        refuse_pub_sub(url);
+    }
+    let delay = Duration::from_secs(30);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-here");
+    let guard = hold(&redlock, &resource).await;
+    let waiter = wait_for(&redlock, &resource);
+    // The waiter's failed attempt marks the held lock (`+`) as it cleans up.
+    let marked = eventually(Duration::from_secs(5), || {
+        direct
+            .iter()
+            .all(|u| stored(u, &resource).is_some_and(|v| v.ends_with('+')))
+    })
+    .await;
+    assert!(
+        marked,
+        "the waiter never failed an attempt on the held lock"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let Ok(joined) = tokio::time::timeout(Duration::from_secs(10), waiter).await else {
+        panic!(
+            "no hand-off within 10 s of the release: the waiter sleeps its {delay:?} retry delay"
+        )
+    };
+    let (result, acquired_at) = joined.expect("waiter task");
+    let guard = result.expect("the waiter acquires");
+    assert!(acquired_at - released_at < Duration::from_secs(10));
+    guard.release().await.expect("second release");
 }
