@@ -343,8 +343,9 @@ impl Drop for LockGuard {
                 }
                 held.next_round().await.clone()
             };
-            let keys = (self.held.resource(), &self.held.keys);
-            release::spawn_release(&self.shared, keys, &self.held.value, before);
+            let locks = (&self.held.resources, &self.held.keys);
+            let hand_on = (before, Some(self.held.in_a_row));
+            release::spawn_release(&self.shared, locks, &self.held.value, hand_on);
         }
     }
 }

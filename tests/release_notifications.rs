@@ -547,3 +547,49 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_redlock_even_where_no_
     assert!(acquired_at - released_at < Duration::from_secs(10));
     guard.release().await.expect("second release");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_hands_a_lock_to_its_own_waiters_at_most_four_times_in_a_row() {
+    // Needs local nodes: it changes their ACL. No node announces releases,
+    // so every wake-up within 2 s is a hand-off within the Redlock; the
+    // fifth waiter is left to the nodes, and sleeps its retry delay.
+    let cluster = cluster(5);
+    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
+    for url in &direct {
+        refuse_pub_sub(url);
+    }
+    let delay = Duration::from_secs(5);
+    let redlock = redlock(&urls, slow_retries(delay));
+    warm_up(&redlock).await;
+    let resource = unique("handoff-streak");
+    let guard = hold(&redlock, &resource).await;
+    let waiters: Vec<_> = (0..5)
+        .map(|_| {
+            let (redlock, resource) = (redlock.clone(), resource.clone());
+            tokio::spawn(async move {
+                let guard = match redlock.lock(&resource, TTL).await {
+                    Ok(guard) => guard,
+                    Err(e) => panic!("waiter: {e}"),
+                };
+                let acquired_at = Instant::now();
+                guard.release().await.expect("waiter's release");
+                acquired_at
+            })
+        })
+        .collect();
+    // Each waiter's first attempt fails within milliseconds.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let released_at = Instant::now();
+    guard.release().await.expect("release");
+    let mut waited = Vec::new();
+    for waiter in waiters {
+        waited.push(waiter.await.expect("waiter task") - released_at);
+    }
+    waited.sort();
+    let soon = Duration::from_secs(2);
+    assert!(
+        waited[..4].iter().all(|w| *w < soon),
+        "four hand-offs in a row within the Redlock: {waited:?}"
+    );
+    assert!(waited[4] >= soon, "a fifth hand-off in a row: {waited:?}");
+}

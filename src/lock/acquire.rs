@@ -13,7 +13,7 @@ use super::{Failure, Held, Shared, fenced};
 use crate::error::{Attempts, Error, Result};
 use crate::node::kind::Kind;
 use crate::node::request::Request;
-use crate::notifications::Interest;
+use crate::notifications::{HandOff, Interest};
 use crate::options::Plan;
 use crate::quorum::{Decision, Gates, Leftover};
 use crate::spans::{self, End};
@@ -58,7 +58,7 @@ pub(crate) async fn acquire(
     let mut interest: Option<Interest> = None;
     // The hand-off of the release that woke this call, if one did, and
     // the end of the pause it interrupted: no node's call waits past it.
-    let mut heard: Option<(Gates, Instant)> = None;
+    let mut heard: Option<(HandOff, Instant)> = None;
     // Per node, when the last failed attempt's clean-up was sent.
     let mut cleaned = Gates::default();
     // A failed attempt marks the locks it lost as awaited if this call
@@ -76,7 +76,9 @@ pub(crate) async fn acquire(
         let woken_by = heard.take();
         let follow = (
             &after,
-            woken_by.as_ref().map(|(gates, until)| (gates, *until)),
+            woken_by
+                .as_ref()
+                .map(|(woken, until)| (&woken.gates, *until)),
         );
         let outcome = async {
             match kind {
@@ -98,8 +100,9 @@ pub(crate) async fn acquire(
         // After the first attempt, so that the checks never slow it down.
         super::warn_once(shared);
         let failure = match outcome {
-            Ok(held) => {
+            Ok(mut held) => {
                 meter.acquisition("acquired", called.elapsed(), attempts);
+                held.in_a_row = woken_by.map_or(0, |(woken, _)| woken.in_a_row);
                 return Ok(held);
             }
             Err(failure) => failure,
@@ -143,7 +146,7 @@ pub(crate) async fn acquire(
             }
         };
         pause_ends = woken.is_some().then_some(wake_at);
-        heard = woken.map(|gates| (gates, wake_at));
+        heard = woken.map(|woken| (woken, wake_at));
     }
 }
 

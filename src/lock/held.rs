@@ -37,6 +37,10 @@ pub(crate) struct Held {
     pub(crate) ttl: Ttl,
     /// When the acquisition started (limits the watchdog's `max_hold`).
     pub(crate) acquired_at: Instant,
+    /// How many releases in a row within this `Redlock` handed the lock on
+    /// before it came to this holder (0: not handed on; see
+    /// [`Shared::hand_over`](super::Shared::hand_over)).
+    pub(crate) in_a_row: u8,
 }
 
 impl Held {
@@ -65,6 +69,7 @@ impl Held {
             rounds: tokio::sync::Mutex::new(gates),
             ttl: ttl.clone(),
             acquired_at: start,
+            in_a_row: 0,
         }
     }
 

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::{Ending, Held, Shared};
 use crate::error::NodeReport;
+use crate::node::kind::Kind;
 use crate::quorum::{Decision, Gates, Leftover, Round};
 use crate::spans::{self, End};
 
@@ -69,13 +70,10 @@ impl Held {
         let round = async {
             let last = self.next_round().await;
             let sent = shared.pending_deletes(&self.keys, last.any_closed());
+            let locks = (&*self.resources, &self.keys);
+            let after = (&*last, sent.as_ref());
             shared
-                .release_round(
-                    &self.keys,
-                    &self.value,
-                    (Leftover::Finish, &last, sent.as_ref()),
-                    Ending::Release,
-                )
+                .release_handing_on(locks, &self.value, after, Some(self.in_a_row))
                 .await
         }
         .instrument(span.clone())
@@ -85,6 +83,63 @@ impl Held {
         let meter = crate::metrics::lock(&shared.config, self.resource());
         meter.hold_ended(released.label(), self.acquired_at.elapsed());
         released
+    }
+}
+
+impl Shared {
+    /// The release round of a lock of `resources` (its `keys`) held as
+    /// `value`, each node's delete chained after that node's gate in
+    /// `last`, telling `sent` (the deletes recorded in [`Shared::pending`]
+    /// when some must wait). Polled once first, which hands the deletes
+    /// that need not wait to their connections; with `in_a_row`, the lock
+    /// is then handed on ([`hand_over`](Self::hand_over)): a waiter of
+    /// this `Redlock` sends its `SET`s at once, each written after the
+    /// delete on its connection (after the delete is sent, where it had to
+    /// wait: acquisitions follow [`Shared::pending`]), so the lock changes
+    /// hands in about one round from the release, not two.
+    async fn release_handing_on(
+        &self,
+        (resources, keys): (&[String], &Arc<[String]>),
+        value: &Arc<str>,
+        (last, sent): (&Gates, Option<&Gates>),
+        in_a_row: Option<u8>,
+    ) -> Round {
+        let after = (Leftover::Finish, last, sent);
+        let mut round = std::pin::pin!(self.release_round(keys, value, after, Ending::Release));
+        let first = std::future::poll_fn(|cx| Poll::Ready(round.as_mut().poll(cx))).await;
+        if let Some(in_a_row) = in_a_row {
+            self.hand_over(resources, value, in_a_row);
+        }
+        match first {
+            Poll::Ready(round) => round,
+            Poll::Pending => round.await,
+        }
+    }
+
+    /// Wakes one waiter of this `Redlock` for each of `resources`, whose
+    /// lock held as `value` has just had its deletes handed to every
+    /// node's connection, the `in_a_row`-th hand-off in a row here, as if
+    /// every node had announced the release: its gates are all open. Only
+    /// for the locks whose release announces itself (not a reentrant
+    /// hold), with release notifications on, and at most
+    /// `IN_A_ROW` times in a row: then the nodes' announcements wake the
+    /// waiters of every process alike.
+    ///
+    /// Best effort, and never a risk: the waiter's attempt is an ordinary
+    /// one. Each `SET` lands after the delete on its connection; one that
+    /// lands first (a connection being replaced) is refused, and an
+    /// attempt short of a quorum releases what it got and waits again.
+    pub(crate) fn hand_over(&self, resources: &[String], value: &str, in_a_row: u8) {
+        #[cfg(feature = "sim")]
+        if crate::controls::on(crate::testkit::sim::Control::NoHandOver) {
+            return;
+        }
+        if !self.config.release_notifications() || !Kind::of_value(value).scripts().announces {
+            return;
+        }
+        let prefix = self.config.key_prefix();
+        let channels = resources.iter().map(|r| crate::keys::channel(prefix, r));
+        self.notifications.released_here(channels, value, in_a_row);
     }
 }
 
@@ -102,34 +157,33 @@ fn finish(span: &tracing::Span, round: &Round, released: &Released, start: Insta
 
 /// Spawns a compare-and-delete of `keys` holding `value` on every node,
 /// each chained after the node's call that `before` gives (the calls in
-/// flight that could otherwise land after it), if a tokio runtime is
+/// flight that could otherwise land after it), handing the lock on as
+/// [`Shared::release_handing_on`] does with `in_a_row` (`None`: the
+/// clean-up of a cancelled attempt, handed to nobody), if a tokio runtime is
 /// running on this thread. Without one the keys simply expire at their
 /// TTL (logged at warn level). [`Redlock::shutdown`](crate::Redlock::shutdown)
 /// waits for it.
 pub(crate) fn spawn_release(
     shared: &Arc<Shared>,
-    (resource, keys): (&str, &Arc<[String]>),
+    (resources, keys): (&Arc<[String]>, &Arc<[String]>),
     value: &Arc<str>,
-    before: impl Future<Output = Gates> + Send + 'static,
+    (before, in_a_row): (impl Future<Output = Gates> + Send + 'static, Option<u8>),
 ) {
+    let resource = resources.first().map_or("", String::as_str);
     let span = spans::release(resource, shared.quorum, true);
     // Not sent until the task runs: an acquisition of the same lock follows.
     let sent = shared.pending_deletes(keys, true);
     let task = {
         let shared = Arc::clone(shared);
-        let keys = Arc::clone(keys);
+        let (resources, keys) = (Arc::clone(resources), Arc::clone(keys));
         let value = Arc::clone(value);
         let span = span.clone();
         async move {
             let start = Instant::now();
             let after = before.await;
+            let locks = (&*resources, &keys);
             let round = shared
-                .release_round(
-                    &keys,
-                    &value,
-                    (Leftover::Finish, &after, sent.as_ref()),
-                    Ending::Release,
-                )
+                .release_handing_on(locks, &value, (&after, sent.as_ref()), in_a_row)
                 .await;
             let released = Released::of(&round, &shared, false);
             finish(&span, &round, &released, start);
@@ -233,13 +287,9 @@ impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
         if self.armed {
             tracing::debug!(keys = ?self.keys, "acquire cancelled; releasing its keys");
-            let resource = self.resources.first().map_or("", String::as_str);
-            spawn_release(
-                &self.shared,
-                (resource, &self.keys),
-                &self.value,
-                std::future::ready(std::mem::take(&mut self.gates)),
-            );
+            let before = std::future::ready(std::mem::take(&mut self.gates));
+            let locks = (&self.resources, &self.keys);
+            spawn_release(&self.shared, locks, &self.value, (before, None));
         }
     }
 }

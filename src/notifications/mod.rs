@@ -100,6 +100,16 @@ fn start_feeds(this: &Arc<Inner>) {
     }
 }
 
+/// What wakes a waiter: the gates its next attempt's call to each node
+/// waits for, and how many releases in a row this
+/// [`Redlock`](crate::Redlock) handed on before this one (0: the nodes
+/// announced it).
+#[derive(Default)]
+pub(crate) struct HandOff {
+    pub(crate) gates: Gates,
+    pub(crate) in_a_row: u8,
+}
+
 /// The release-notification registry of one [`Redlock`](crate::Redlock).
 pub(crate) struct Notifications {
     inner: Arc<Inner>,
@@ -163,6 +173,24 @@ impl Notifications {
         self.inner.feeds().iter().filter(running).count()
     }
 
+    /// This `Redlock` released `value` on the channels of `resources`, its
+    /// deletes all handed to the nodes' connections, the `in_a_row`-th
+    /// hand-off in a row within it (0: its lock was not handed on): one
+    /// waiter here of each resource is woken at once, its `SET`s following
+    /// the deletes on the same connections, up to `registry::IN_A_ROW` in
+    /// a row.
+    pub(crate) fn released_here(
+        &self,
+        channels: impl Iterator<Item = String>,
+        value: &str,
+        in_a_row: u8,
+    ) {
+        for channel in channels {
+            self.inner
+                .released_here(&channel, value.as_bytes(), in_a_row);
+        }
+    }
+
     /// Waiters registered for `channel` (tests).
     #[cfg(test)]
     fn waiters(&self, channel: &str) -> usize {
@@ -180,7 +208,7 @@ pub(crate) struct Interest {
 
 impl Interest {
     /// Sleeps until `deadline` (`None`) or until a release of one of the
-    /// resources is heard: then `Some` of the hand-off, the gates the
+    /// resources is heard: then `Some` of the hand-off, with the gates the
     /// next attempt's call to each node waits for (open once that node
     /// has announced the release; the rounds' `Chain::after_heard`). A
     /// waiter of several resources, or one woken by a (re)subscription,
@@ -189,7 +217,7 @@ impl Interest {
     /// # Cancel safety
     ///
     /// Cancel safe: a wake-up is taken only when this returns it.
-    pub(crate) async fn wait_until(&self, deadline: Instant) -> Option<Gates> {
+    pub(crate) async fn wait_until(&self, deadline: Instant) -> Option<HandOff> {
         // A waiter that outlived the runtime of the feeds brings them back.
         start_feeds(&self.inner);
         let woken = future::select_all(self.notifies.iter().map(|n| n.notified().boxed()));
@@ -240,6 +268,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_release_here_wakes_one_waiter_with_every_gate_open_up_to_a_streak() {
+        let notifications = registry();
+        let interest = notifications.interest(vec!["c".to_owned()]);
+        let soon = || Instant::now() + Duration::from_millis(50);
+        let here = |value: &str, in_a_row| {
+            notifications.released_here(std::iter::once("c".to_owned()), value, in_a_row);
+        };
+        for in_a_row in 0..registry::IN_A_ROW {
+            here(&format!("v{in_a_row}"), in_a_row);
+            let woken = interest.wait_until(soon()).await.expect("woken at once");
+            assert!(woken.gates.is_open(0));
+            assert_eq!(woken.in_a_row, in_a_row + 1);
+            // The node's own announcement of it wakes nobody else.
+            notifications
+                .inner
+                .announce(0, "c", format!("v{in_a_row}").as_bytes());
+            assert!(interest.wait_until(soon()).await.is_none());
+        }
+        here("v-last", registry::IN_A_ROW);
+        assert!(
+            interest.wait_until(soon()).await.is_none(),
+            "one too many in a row"
+        );
+        // The nodes' announcement of that release wakes the waiter, anew.
+        notifications.inner.announce(0, "c", b"v-last");
+        let woken = interest
+            .wait_until(soon())
+            .await
+            .expect("woken by the node");
+        assert_eq!(woken.in_a_row, 0);
+    }
+
+    #[tokio::test]
     async fn a_release_announced_by_every_node_counts_once() {
         let mut entry = Entry::new();
         assert!(entry.announcement(0, b"v1", (5, 3), later()));
@@ -260,7 +321,7 @@ mod tests {
     async fn a_hand_off_opens_each_nodes_gate_when_that_node_announces_and_all_at_a_quorum() {
         let mut entry = Entry::new();
         assert!(entry.announcement(2, b"v", (5, 3), later()));
-        let gates = entry.take_offer().unwrap();
+        let gates = entry.take_offer().unwrap().gates;
         let open = |gates: &Gates| (0..5).map(|n| gates.is_open(n)).collect::<Vec<_>>();
         assert_eq!(open(&gates), [false, false, true, false, false]);
         assert!(!entry.announcement(0, b"v", (5, 3), later()));
@@ -279,7 +340,7 @@ mod tests {
         let mut entry = Entry::new();
         let until = Instant::now() + Duration::from_millis(50);
         assert!(entry.announcement(1, b"v", (5, 3), until));
-        let gates = entry.take_offer().unwrap();
+        let gates = entry.take_offer().unwrap().gates;
         gates.opened(3).await;
         assert_eq!(Instant::now(), until);
         assert!(!gates.is_open(3) && gates.expired());
@@ -347,7 +408,8 @@ mod tests {
         let mut waiting = Box::pin(interest.wait_until(later()));
         assert!(futures_util::poll!(&mut waiting).is_pending());
         notifications.inner.announce(3, "c", b"value-1");
-        let std::task::Poll::Ready(Some(gates)) = futures_util::poll!(&mut waiting) else {
+        let std::task::Poll::Ready(Some(HandOff { gates, .. })) = futures_util::poll!(&mut waiting)
+        else {
             panic!("not woken by the first announcement");
         };
         assert!(gates.is_open(3));
@@ -361,7 +423,7 @@ mod tests {
         let notifications = registry();
         let interest = notifications.interest(vec!["c".to_owned(), "d".to_owned()]);
         notifications.inner.announce(0, "d", b"v");
-        let gates = interest.wait_until(later()).await.unwrap();
+        let gates = interest.wait_until(later()).await.unwrap().gates;
         assert!(gates.is_open(0) && gates.is_open(1));
     }
 

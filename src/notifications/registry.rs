@@ -9,12 +9,19 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use super::HandOff;
 use crate::gates::{Gates, Opener};
 
 /// How many recent release values each resource remembers, to wake one
 /// waiter per release and to open its hand-off's gates as more nodes
 /// announce it.
 pub(super) const RECENT: usize = 16;
+
+/// The most hand-offs in a row from a lock's holder to a waiter of the
+/// same [`Redlock`](crate::Redlock) ([`Inner::released_here`]): the next
+/// release is left to the nodes' announcements, which waiters in other
+/// processes hear as soon as this one's.
+pub(crate) const IN_A_ROW: u8 = 4;
 
 /// One release heard on a resource's channel.
 pub(super) struct Release {
@@ -36,7 +43,7 @@ pub(super) struct Entry {
     /// The hand-offs offered to the waiters woken, newest last: per node,
     /// a gate that opens once that node has announced the release (see
     /// [`Entry::announcement`]).
-    pub(super) offered: VecDeque<Gates>,
+    pub(super) offered: VecDeque<HandOff>,
     /// Subscribed on at least one node since the entry was created.
     pub(super) live: bool,
 }
@@ -84,14 +91,16 @@ impl Entry {
         if self.offered.len() == RECENT {
             self.offered.pop_front();
         }
-        self.offered.push_back(gates);
+        self.offered.push_back(HandOff { gates, in_a_row: 0 });
         true
     }
 
     /// The hand-off for a waiter just woken: the newest offered, unless
     /// its gates have all opened at their bound already (none then).
-    pub(super) fn take_offer(&mut self) -> Option<Gates> {
-        self.offered.pop_back().filter(|gates| !gates.expired())
+    pub(super) fn take_offer(&mut self) -> Option<HandOff> {
+        self.offered
+            .pop_back()
+            .filter(|offer| !offer.gates.expired())
     }
 }
 
@@ -170,9 +179,37 @@ impl Inner {
         }
     }
 
+    /// This `Redlock` has handed the delete of its lock of `value`, the
+    /// `in_a_row`-th hand-off in a row within it, to every node's
+    /// connection: as if every node had announced the release, so that one
+    /// waiter of `channel` here is woken at once, its gates all open. Its
+    /// `SET`s go out on the same connections, after the deletes. Past
+    /// [`IN_A_ROW`], nothing: the nodes' announcements wake waiters here
+    /// and elsewhere alike. True when a waiter was woken.
+    pub(super) fn released_here(&self, channel: &str, value: &[u8], in_a_row: u8) -> bool {
+        if in_a_row >= IN_A_ROW {
+            return false;
+        }
+        let nodes = (self.sources.len(), self.quorum);
+        let until = Instant::now() + self.timeout / 2;
+        let mut entries = self.entries();
+        let Some(entry) = entries.get_mut(channel) else {
+            return false;
+        };
+        let mut first = false;
+        for node in 0..nodes.0 {
+            first |= entry.announcement(node, value, nodes, until);
+        }
+        if let Some(offer) = entry.offered.back_mut().filter(|_| first) {
+            offer.in_a_row = in_a_row + 1;
+            entry.notify.notify_one();
+        }
+        first
+    }
+
     /// The hand-off for a waiter of `channel` just woken (none: it tries
     /// every node at once).
-    pub(super) fn take_offer(&self, channel: &str) -> Option<Gates> {
+    pub(super) fn take_offer(&self, channel: &str) -> Option<HandOff> {
         self.entries().get_mut(channel).and_then(Entry::take_offer)
     }
 
