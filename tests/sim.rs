@@ -307,3 +307,9 @@ fn the_checkers_see_a_watchdog_that_outlives_its_guard() {
     let report = fires(Control::LeakedWatchdog, &["growth"]);
     assert!(report.is_some(), "no growth seen in 30 seeds");
 }
+
+#[test]
+fn the_checkers_see_a_release_that_hands_its_lock_to_no_waiter_of_its_own_redlock() {
+    let report = fires(Control::NoHandOver, &["probe"]);
+    assert!(report.is_some(), "no violation seen in 30 seeds");
+}

@@ -42,6 +42,7 @@ mod checks;
 mod ended;
 pub mod faults;
 mod gone;
+mod handed;
 mod late_vote;
 #[cfg(feature = "metrics")]
 mod metered;

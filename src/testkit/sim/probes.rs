@@ -51,6 +51,7 @@ pub(super) async fn run(
     }
     wake(world, record, clients).await;
     rewake(world, record, clients).await;
+    super::handed::handed(world, record, clients).await;
     if let Some(client) = clients.iter().find(|c| !c.plan.config.fencing()) {
         super::late_vote::late_vote(world, record, client).await;
     }
@@ -916,7 +917,7 @@ pub(super) fn plant(world: &Shared, key: &str, value: &str) -> Vec<usize> {
 }
 
 /// Sets `key` to `value` on `nodes`.
-fn plant_on(world: &Shared, key: &str, value: &str, nodes: &[usize]) {
+pub(super) fn plant_on(world: &Shared, key: &str, value: &str, nodes: &[usize]) {
     let mut world = world::lock(world);
     let now = world.elapsed();
     for &node in nodes {

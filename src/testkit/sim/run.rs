@@ -44,6 +44,9 @@ pub enum Control {
     /// A batch of extensions (`node::batch`) hands its per-lock results
     /// to the locks in reverse order.
     CrossedBatch,
+    /// A release hands its lock to no waiter of its own `Redlock`
+    /// (`Shared::hand_over` does nothing).
+    NoHandOver,
 }
 
 /// What to run.
