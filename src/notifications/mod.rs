@@ -32,8 +32,14 @@
 //! a node that still holds the old lock (such an attempt could fail, and
 //! leave the waiter asleep). The other waiters keep their place and get
 //! the next releases, so a hand-off costs one attempt, not a stampede.
+//! A release by this `Redlock` itself does not wait for the nodes: once its
+//! deletes are handed to the nodes' connections, one waiter here is woken
+//! as if every node had announced it ([`Notifications::released_here`]),
+//! and its `SET`s follow the deletes on the same connections; at most
+//! `registry::IN_A_ROW` hand-offs in a row, so that waiters of other
+//! processes, who hear only the nodes, get their turn.
 //! Where no node can deliver messages (they refuse `SUBSCRIBE`), waiters
-//! wake on their retry delay. Everything
+//! of other processes wake on their retry delay. Everything
 //! here is best effort: a node that cannot be reached, refuses `SUBSCRIBE`
 //! or drops a message only means that waiters sleep their retry delay, as
 //! they would without notifications. Nothing here ever delays or fails an
