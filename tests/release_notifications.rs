@@ -506,20 +506,28 @@ fn stored(url: &str, resource: &str) -> Option<String> {
     }
 }
 
+/// Five local nodes that refuse pub/sub (none can announce a release),
+/// their direct URLs, and a `Redlock` over them with exact `delay`
+/// retries.
+async fn deaf_nodes(delay: Duration) -> (redquorum::testkit::LocalCluster, Vec<String>, Redlock) {
+    let cluster = cluster(5);
+    let direct = cluster.direct_urls();
+    for url in &direct {
+        refuse_pub_sub(url);
+    }
+    let redlock = redlock(&cluster.urls(), slow_retries(delay));
+    warm_up(&redlock).await;
+    (cluster, direct, redlock)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_hands_the_lock_to_a_waiter_of_the_same_redlock_even_where_no_node_delivers_messages()
  {
     // Needs local nodes: it changes their ACL. No node can announce the
     // release, so only the releasing `Redlock` itself can wake its waiter,
     // whose SETs then follow the deletes on the same connections.
-    let cluster = cluster(5);
-    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
-    for url in &direct {
-        refuse_pub_sub(url);
-    }
     let delay = Duration::from_secs(30);
-    let redlock = redlock(&urls, slow_retries(delay));
-    warm_up(&redlock).await;
+    let (_cluster, direct, redlock) = deaf_nodes(delay).await;
     let resource = unique("handoff-here");
     let guard = hold(&redlock, &resource).await;
     let waiter = wait_for(&redlock, &resource);
@@ -553,14 +561,8 @@ async fn a_redlock_hands_a_lock_to_its_own_waiters_at_most_four_times_in_a_row()
     // Needs local nodes: it changes their ACL. No node announces releases,
     // so every wake-up within 2 s is a hand-off within the Redlock; the
     // fifth waiter is left to the nodes, and sleeps its retry delay.
-    let cluster = cluster(5);
-    let (urls, direct) = (cluster.urls(), cluster.direct_urls());
-    for url in &direct {
-        refuse_pub_sub(url);
-    }
     let delay = Duration::from_secs(5);
-    let redlock = redlock(&urls, slow_retries(delay));
-    warm_up(&redlock).await;
+    let (_cluster, _, redlock) = deaf_nodes(delay).await;
     let resource = unique("handoff-streak");
     let guard = hold(&redlock, &resource).await;
     let waiters: Vec<_> = (0..5)
