@@ -31,6 +31,12 @@
 //! so the figure holds whether extensions are sent one call per lock or
 //! batched.
 //!
+//! With `TIMELINE` set, it also prints, per second from the first lock
+//! taken to the last probe, the extensions done (node 0's `PEXPIRE`s), the
+//! client's and the five servers' CPU (in % of one core), and the probes
+//! made in that second with their p99: what the new `try_lock`s compete
+//! with.
+//!
 //! `NODE_TIMEOUT_MS` (default 100) is the node timeout. `TTL_MS` (default 3000) is each lock's TTL: the watchdog extends a lock
 //! when a third of it is left, so about every `2/3 x TTL`. One process,
 //! two runtime threads; the servers run on the same two cores.
@@ -90,6 +96,76 @@ fn command_stats(conn: &mut redis::Connection) -> [u64; 3] {
         stat("evalsha", "usec"),
         stat("pexpire", "calls"),
     ]
+}
+
+/// One reading of the timeline (`TIMELINE`): node 0's `PEXPIRE` calls
+/// (counted since its last `CONFIG RESETSTAT`), the client's and the
+/// servers' CPU time.
+struct Reading {
+    at: Instant,
+    pexpires: u64,
+    client: Duration,
+    servers: Duration,
+}
+
+/// Reads the timeline every 250 ms on a thread of its own until `stop`.
+fn sample(
+    mut conn: redis::Connection,
+    pids: Vec<String>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Reading>> {
+    std::thread::spawn(move || {
+        let mut readings = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            readings.push(Reading {
+                at: Instant::now(),
+                pexpires: command_stats(&mut conn)[2],
+                client: cpu_time("self"),
+                servers: pids.iter().map(|p| cpu_time(p)).sum(),
+            });
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        readings
+    })
+}
+
+/// Prints the timeline per second from `origin`: extensions, CPU, and the
+/// probes (`(started, latency)`) of each second.
+fn print_timeline(origin: Instant, readings: &[Reading], probes: &[(Instant, Duration)]) {
+    let second = |at: Instant| at.saturating_duration_since(origin).as_secs();
+    let mut lines =
+        std::collections::BTreeMap::<u64, (u64, Duration, Duration, Vec<Duration>)>::new();
+    for pair in readings.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        // A RESETSTAT between the two readings restarts the count.
+        let done = if b.pexpires >= a.pexpires {
+            b.pexpires - a.pexpires
+        } else {
+            b.pexpires
+        };
+        let line = lines.entry(second(b.at)).or_default();
+        line.0 += done;
+        line.1 += b.client.saturating_sub(a.client);
+        line.2 += b.servers.saturating_sub(a.servers);
+    }
+    for (started, took) in probes {
+        lines.entry(second(*started)).or_default().3.push(*took);
+    }
+    println!("  second: extensions (node 0), client CPU, servers CPU, probes p99");
+    for (s, (done, client, servers, mut probes)) in lines {
+        probes.sort_unstable();
+        let p99 = if probes.is_empty() {
+            String::new()
+        } else {
+            let p99 = percentile(&probes, 0.99).as_secs_f64() * 1e6;
+            format!(", {} probes p99 {p99:.0} us", probes.len())
+        };
+        println!(
+            "  {s:>4}: {done:>6} ext, client {:>3.0}%, servers {:>3.0}%{p99}",
+            client.as_secs_f64() * 100.0,
+            servers.as_secs_f64() * 100.0
+        );
+    }
 }
 
 /// The servers under callgrind: zeroes their counters, and later dumps
@@ -194,6 +270,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for (round, &size) in sizes.iter().enumerate() {
         let rss_before = support::rss_bytes();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = match std::env::var_os("TIMELINE") {
+            Some(_) => Some(sample(cluster.connection(0)?, pids.clone(), stop.clone())),
+            None => None,
+        };
         let acquiring = Instant::now();
         let guards: Vec<LockGuard> = futures::stream::iter(0..size)
             .map(|i| {
@@ -236,7 +317,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // One extended lock: one PEXPIRE on each of the five nodes.
         let rounds = raised as f64 / urls.len() as f64;
 
-        let mut latencies = Vec::new();
+        let (mut latencies, mut probes) = (Vec::new(), Vec::new());
         let probe_end = Instant::now() + probe_secs;
         let mut probe = 0u64;
         while Instant::now() < probe_end {
@@ -244,11 +325,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let resource = format!("holders:probe:{}:{round}:{probe}", std::process::id());
             let started = Instant::now();
             let guard = redlock.try_lock(&resource, ttl).await?;
-            latencies.push(started.elapsed());
+            let took = started.elapsed();
+            latencies.push(took);
+            probes.push((started, took));
             guard.release().await?;
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         latencies.sort_unstable();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let readings = sampler.map(|s| s.join().unwrap_or_default());
 
         let lost = guards
             .iter()
@@ -285,6 +370,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             latencies.len()
         );
         println!("  lost locks: {lost} (releases that failed: {failed_releases})");
+        if let Some(readings) = readings {
+            print_timeline(acquiring, &readings, &probes);
+        }
     }
     redlock.shutdown().await;
     Ok(())
