@@ -117,9 +117,11 @@ impl Shared {
     }
 
     /// Wakes one waiter of this `Redlock` for each of `resources`, whose
-    /// lock held as `value` has just had its deletes handed to every
-    /// node's connection, the `in_a_row`-th hand-off in a row here, as if
-    /// every node had announced the release: its gates are all open. Only
+    /// lock held as `value` has just had its deletes handed to the nodes'
+    /// connections (or recorded in [`Shared::pending`], where a delete
+    /// waits for the lock's previous call: the waiter's `SET` there
+    /// follows it), the `in_a_row`-th hand-off in a row here, as if every
+    /// node had announced the release: its gates are all open. Only
     /// for the locks whose release announces itself (not a reentrant
     /// hold), with release notifications on, and at most
     /// `IN_A_ROW` times in a row: then the nodes' announcements wake the

@@ -180,7 +180,8 @@ impl Notifications {
     }
 
     /// This `Redlock` released `value` on the channels of `resources`, its
-    /// deletes all handed to the nodes' connections, the `in_a_row`-th
+    /// deletes handed to the nodes' connections (or waiting where the
+    /// waiter's `SET`s will follow them), the `in_a_row`-th
     /// hand-off in a row within it (0: its lock was not handed on): one
     /// waiter here of each resource is woken at once, its `SET`s following
     /// the deletes on the same connections, up to `registry::IN_A_ROW` in

@@ -179,22 +179,21 @@ impl Inner {
         }
     }
 
-    /// This `Redlock` has handed the delete of its lock of `value`, the
-    /// `in_a_row`-th hand-off in a row within it, to every node's
-    /// connection: as if every node had announced the release, so that one
-    /// waiter of `channel` here is woken at once, its gates all open. Its
-    /// `SET`s go out on the same connections, after the deletes. Past
-    /// [`IN_A_ROW`], nothing: the nodes' announcements wake waiters here
-    /// and elsewhere alike. True when a waiter was woken.
-    pub(super) fn released_here(&self, channel: &str, value: &[u8], in_a_row: u8) -> bool {
+    /// This `Redlock` has sent the deletes of its lock of `value`, the
+    /// `in_a_row`-th hand-off in a row within it: as if every node had
+    /// announced the release, one waiter of `channel` here is woken at
+    /// once, its gates all open. Its `SET`s go out on the same
+    /// connections, after the deletes. Past [`IN_A_ROW`], nothing: the
+    /// nodes' announcements wake waiters here and elsewhere alike.
+    pub(super) fn released_here(&self, channel: &str, value: &[u8], in_a_row: u8) {
         if in_a_row >= IN_A_ROW {
-            return false;
+            return;
         }
         let nodes = (self.sources.len(), self.quorum);
         let until = Instant::now() + self.timeout / 2;
         let mut entries = self.entries();
         let Some(entry) = entries.get_mut(channel) else {
-            return false;
+            return;
         };
         let mut first = false;
         for node in 0..nodes.0 {
@@ -204,7 +203,6 @@ impl Inner {
             offer.in_a_row = in_a_row + 1;
             entry.notify.notify_one();
         }
-        first
     }
 
     /// The hand-off for a waiter of `channel` just woken (none: it tries
