@@ -122,20 +122,6 @@ pub(crate) static EXTEND_OR_MISSING_TWINS: (Batchable, Batchable) = (
     },
 );
 
-/// Whether `sha` is a batched script, whose ARGV[1] is the TTL of every
-/// lock it carries (for the fault proxy, which rewrites TTLs).
-#[cfg(feature = "testkit")]
-pub(crate) fn is_batched(sha: &str) -> bool {
-    [
-        &BATCHED_EXTEND,
-        &GUARDED_BATCHED_EXTEND,
-        &BATCHED_EXTEND_OR_MISSING,
-        &GUARDED_BATCHED_EXTEND_OR_MISSING,
-    ]
-    .iter()
-    .any(|script| script.get_hash().eq_ignore_ascii_case(sha))
-}
-
 /// One call waiting in a node's queue.
 struct Entry {
     request: Arc<Request>,
@@ -369,10 +355,7 @@ fn grouped(entries: Vec<Entry>) -> Vec<(Vec<Entry>, Option<Request>)> {
 /// their twin (`batch`), a call alone as it is.
 async fn send_group(node: &Node, group: Vec<Entry>, batch: Option<Request>) {
     let Some(request) = batch else {
-        for entry in group {
-            alone(node, entry).await;
-        }
-        return;
+        return each_alone(node, group).await;
     };
     let answer = bounded(node, &request).await;
     let count = group.len();
@@ -399,8 +382,7 @@ async fn send_group(node: &Node, group: Vec<Entry>, batch: Option<Request>) {
             if matches!(failure.kind(), FailureKind::NoPermission { .. }) =>
         {
             tracing::debug!(node = node.name(), %failure, "batch refused; extensions sent one by one");
-            let each = group.into_iter().map(|entry| alone(node, entry));
-            futures_util::future::join_all(each).await;
+            each_alone(node, group).await;
         }
         Err(error) => {
             for entry in group {
@@ -410,10 +392,13 @@ async fn send_group(node: &Node, group: Vec<Entry>, batch: Option<Request>) {
     }
 }
 
-/// Sends `entry`'s own request and hands it the answer.
-async fn alone(node: &Node, entry: Entry) {
-    let answer = bounded(node, &entry.request).await;
-    let _ = entry.reply.send(answer);
+/// Sends each entry's own request at once and hands it the answer.
+async fn each_alone(node: &Node, group: Vec<Entry>) {
+    let each = group.into_iter().map(|entry| async move {
+        let answer = bounded(node, &entry.request).await;
+        let _ = entry.reply.send(answer);
+    });
+    futures_util::future::join_all(each).await;
 }
 
 /// [`Node::send`] of `request`, given up after one node timeout: no call

@@ -40,18 +40,18 @@ static OTHERS: [Registered; 15] = [
     entry("set_quarantine", &SET_QUARANTINE, None),
     entry("spread", &SPREAD, None),
     entry("vouch_counters", &VOUCH_COUNTERS, None),
-    // A TTL per lock: the fault proxy knows their layout (`batch::is_batched`).
-    entry("batched_extend", &BATCHED_EXTEND, None),
-    entry("guarded_batched_extend", &GUARDED_BATCHED_EXTEND, None),
+    // ARGV[1] is the TTL of every lock the batch carries.
+    entry("batched_extend", &BATCHED_EXTEND, Some(0)),
+    entry("guarded_batched_extend", &GUARDED_BATCHED_EXTEND, Some(0)),
     entry(
         "batched_extend_or_missing",
         &BATCHED_EXTEND_OR_MISSING,
-        None,
+        Some(0),
     ),
     entry(
         "guarded_batched_extend_or_missing",
         &GUARDED_BATCHED_EXTEND_OR_MISSING,
-        None,
+        Some(0),
     ),
 ];
 

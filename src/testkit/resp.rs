@@ -116,10 +116,6 @@ fn rewrite(args: &[Vec<u8>], per_mille: u32) -> Option<Vec<Vec<u8>>> {
         b"PEXPIRE" => 2,
         b"EVALSHA" => {
             let numkeys = number(args.get(2)?)?;
-            let sha = std::str::from_utf8(args.get(1)?).ok()?;
-            if crate::node::batch::is_batched(sha) {
-                return rewrite_batch(args, 3 + numkeys, per_mille);
-            }
             // Which ARGV is a TTL: the script registry knows, by the hash (a
             // script's arguments alone do not tell a TTL from, say, a token).
             3 + numkeys + crate::node::registry::ttl_argv(std::str::from_utf8(args.get(1)?).ok()?)?
@@ -129,14 +125,6 @@ fn rewrite(args: &[Vec<u8>], per_mille: u32) -> Option<Vec<Vec<u8>>> {
     let new = scaled(args.get(index)?, per_mille)?;
     let mut out = args.to_vec();
     out[index] = new;
-    Some(out)
-}
-
-/// [`rewrite`] of a batched extension, whose ARGV (from `argv`) begins
-/// with the TTL of every lock it carries.
-fn rewrite_batch(args: &[Vec<u8>], argv: usize, per_mille: u32) -> Option<Vec<Vec<u8>>> {
-    let mut out = args.to_vec();
-    out[argv] = scaled(args.get(argv)?, per_mille)?;
     Some(out)
 }
 
